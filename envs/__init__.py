@@ -1,0 +1,1 @@
+"""Environments shipped with seed-gym, one subpackage each; registered through the registry."""

@@ -1,0 +1,222 @@
+"""ALFWorld game sources and splits.
+
+Both sources are a ``json_2.1.1`` tree in the official layout
+(``<split dir>/<task_type>-<Object>-<Recep>-<Parent>-<scene>/trial_<id>/game.tw-pddl``):
+
+* ``official`` — the ALFWorld release, at ``$ALFWORLD_DATA`` (default ``~/.cache/alfworld``) or
+  any path given as ``data=<path>`` (the tree itself or a folder holding ``json_2.1.1``);
+* ``generated`` (the default) — games generated offline from the FloorPlans inside the alfworld
+  wheel (:mod:`seed_gym.envs.alfworld.gen`), a split at a time, the first time it is needed.
+
+Splits ``train``, ``seen``, ``unseen`` are ``train``, ``valid_seen``, ``valid_unseen``. Games are
+collected with ALFWorld's own rules (``collect_game_files``): ``game.tw-pddl`` exists and says
+``solvable: true``, the path has neither ``movable`` nor ``Sliced``, the task type is one of the six.
+A task id is the game folder relative to the tree, e.g.
+``valid_unseen/pick_and_place_simple-Mug-None-Desk-308/trial_T2019..``, in a fixed hashed order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from pathlib import Path
+
+from seed_gym.core import MissingDataError, UnknownTaskError
+from seed_gym.progress import reporter_for
+from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json
+
+SPLIT_DIRS = {"train": "train", "seen": "valid_seen", "unseen": "valid_unseen"}
+SPLIT_ALIASES = {"valid_seen": "seen", "valid_unseen": "unseen", "eval_in_distribution": "seen",
+                 "eval_out_of_distribution": "unseen"}
+TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
+              "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
+GAME_FILE, TRAJ_FILE = "game.tw-pddl", "traj_data.json"
+
+
+def default_cache() -> Path:
+    return Path(os.environ.get("SEED_GYM_HOME", Path.home() / ".cache" / "seed-gym"))
+
+
+def tree_root(path: str | os.PathLike[str]) -> Path:
+    """Accept the ``json_2.1.1`` folder itself or a folder that holds it."""
+    path = Path(path).expanduser()
+    return path / "json_2.1.1" if (path / "json_2.1.1").is_dir() else path
+
+
+def official_root(data: str | None = None) -> Path:
+    root = tree_root(data or os.environ.get("ALFWORLD_DATA") or Path.home() / ".cache" / "alfworld")
+    if not any((root / d).is_dir() for d in SPLIT_DIRS.values()):
+        raise MissingDataError(
+            f"no ALFWorld games at {root}: expected {', '.join(SPLIT_DIRS.values())} folders. "
+            "Point data= (or $ALFWORLD_DATA) at a json_2.1.1 tree, or use the generated games "
+            "(the default).")
+    return root
+
+
+def _is_collectable(game_dir: Path) -> bool:
+    """ALFWorld's collect_game_files rules, for one game folder."""
+    rel = str(game_dir)
+    if "movable" in rel or "Sliced" in rel:
+        return False
+    try:
+        traj = json.loads((game_dir / TRAJ_FILE).read_text())
+        game = json.loads((game_dir / GAME_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return traj.get("task_type") in TASK_TYPES and game.get("solvable") is True
+
+
+def _game_dirs(split_dir: Path) -> Iterator[Path]:
+    for traj in split_dir.glob(f"*/*/{TRAJ_FILE}"):
+        yield traj.parent
+
+
+@lru_cache(maxsize=64)
+def collect_split(root: Path, split_dir_name: str) -> tuple[str, ...]:
+    """Task ids of the solvable games in one split folder (cached per process).
+
+    The order is fixed by a hash of each id, not alphabetical: ids sort by task type, so an
+    alphabetical prefix (``-n 20``) would be all one family; a hashed order makes every prefix a
+    fair sample while staying the same on every machine and for every run seed.
+    """
+    split_dir = root / split_dir_name
+    if not split_dir.is_dir():
+        return ()
+    ids = [f"{split_dir_name}/{d.relative_to(split_dir).as_posix()}"
+           for d in _game_dirs(split_dir) if _is_collectable(d)]
+    return tuple(sorted(ids, key=lambda tid: (hashlib.sha256(tid.encode()).hexdigest(), tid)))
+
+
+def game_content_hash(root: Path, task_id: str) -> str:
+    digest = hashlib.sha256()
+    for name in (GAME_FILE, TRAJ_FILE):
+        digest.update((root / task_id / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def task_type(root: Path, task_id: str) -> str:
+    return json.loads((root / task_id / TRAJ_FILE).read_text())["task_type"]
+
+
+def game_file(root: Path, task_id: str) -> Path:
+    """The game file of a task id; unknown ids (or paths escaping the tree) raise."""
+    path = (root / task_id).resolve()
+    if root.resolve() not in path.parents or not (path / GAME_FILE).is_file():
+        raise UnknownTaskError(f"unknown ALFWorld task {task_id!r} under {root}")
+    return path / GAME_FILE
+
+
+def _split(root: Path, name: str, ids: tuple[str, ...]) -> Split:
+    return Split(name, ids, content_hash=lambda tid: game_content_hash(root, tid))
+
+
+def _tree_listing_fingerprint(root: Path) -> str:
+    """Cheap whole-tree fingerprint: every game file's path and size (stat only, no reads)."""
+    parts = []
+    for split_dir in SPLIT_DIRS.values():
+        for path in sorted((root / split_dir).glob(f"*/*/{GAME_FILE}")):
+            parts.append(f"{path.relative_to(root).as_posix()}:{path.stat().st_size}")
+    return fingerprint(parts)
+
+
+class _LazySplits(Mapping[str, Split]):
+    """Splits resolved (and, for generated data, generated) only when first asked for."""
+
+    def __init__(self, resolve: "callable[[str], Split]") -> None:  # type: ignore[valid-type]
+        self._resolve = resolve
+        self._cache: dict[str, Split] = {}
+
+    def __getitem__(self, name: str) -> Split:
+        if name not in SPLIT_DIRS:
+            raise KeyError(name)
+        if name not in self._cache:
+            self._cache[name] = self._resolve(name)
+        return self._cache[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SPLIT_DIRS)
+
+    def __len__(self) -> int:
+        return len(SPLIT_DIRS)
+
+
+class GameSource:
+    """Where games come from; gives the task set and resolves task ids to files."""
+
+    kind: str
+    root: Path
+
+    def task_set(self) -> TaskSet:
+        raise NotImplementedError
+
+    def ensure(self, split: str) -> None:
+        """Make sure a split's games exist on disk (a no-op for official data)."""
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "root": str(self.root)}
+
+
+class OfficialGames(GameSource):
+    kind = "official"
+
+    def __init__(self, data: str | None = None) -> None:
+        self.root = official_root(data)
+
+    def task_set(self) -> TaskSet:
+        splits = _LazySplits(lambda name: _split(self.root, name, collect_split(self.root, SPLIT_DIRS[name])))
+        return TaskSet(splits, _tree_listing_fingerprint(self.root), default_split="train",
+                       aliases=SPLIT_ALIASES)
+
+
+class GeneratedGames(GameSource):
+    """Generated games under ``root`` (default ``$SEED_GYM_HOME/alfworld/generated-seed<S>``)."""
+
+    kind = "generated"
+
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, seed: int = 0,
+                 sizes: Mapping[str, int] | None = None, workers: int | None = None) -> None:
+        from seed_gym.envs.alfworld import gen
+
+        self._gen = gen
+        self.seed = int(seed)
+        self.sizes = {**gen.DEFAULT_SIZES, **(sizes or {})}
+        self.workers = workers
+        base = Path(root).expanduser() if root else default_cache() / "alfworld" / f"generated-seed{self.seed}"
+        self.base = base
+        self.root = base / "json_2.1.1"
+
+    def ensure(self, split: str) -> None:
+        self._gen.generate_split(self.base, split, seed=self.seed, size=self.sizes[split],
+                                 workers=self.workers,
+                                 on_progress=reporter_for(f"generating ALFWorld {split} games"))
+        collect_split.cache_clear()
+
+    def _resolve(self, name: str) -> Split:
+        self.ensure(name)
+        return _split(self.root, name, collect_split(self.root, SPLIT_DIRS[name]))
+
+    def task_set(self) -> TaskSet:
+        identity = {"generator": self._gen.GENERATOR_VERSION, "seed": self.seed, "sizes": self.sizes}
+        return TaskSet(_LazySplits(self._resolve), fingerprint_json(identity), default_split="train",
+                       aliases=SPLIT_ALIASES)
+
+    def describe(self) -> dict[str, object]:
+        return {**super().describe(), "seed": self.seed, "sizes": self.sizes,
+                "generator": self._gen.GENERATOR_VERSION}
+
+
+def game_source(data: str | None = None, *, seed: int = 0, sizes: Mapping[str, int] | None = None,
+                workers: int | None = None) -> GameSource:
+    """``None``/``"generated"``: generated games; ``"official"``: ``$ALFWORLD_DATA``; else a path.
+
+    A path that holds a generated tree (it has ``generation.json`` files) is read as official data:
+    whatever made a tree, it is read the same way.
+    """
+    if data in (None, "", "generated"):
+        return GeneratedGames(seed=seed, sizes=sizes, workers=workers)
+    if data == "official":
+        return OfficialGames(None)
+    return OfficialGames(data)

@@ -1,0 +1,136 @@
+"""The real ALFWorld text engine, assembled the way ALFWorld does it, with two fixes.
+
+Stack: ``PddlEnv -> AlfredDemangler(shuffle=False) -> AlfredInfos [-> AlfredExpert]``
+(``alfworld==0.4.2`` on ``textworld[pddl]==1.7.0``).
+
+Fixes applied here, so every process that builds an engine gets them:
+
+* **put/move** — the handcoded expert tracks its inventory by looking for ``put`` in the last
+  command, but the grammar now says ``move X to Y``. Unfixed it never empties its hands after the
+  first placement (pick_two: 65/120 solved stock vs 119/120 fixed). We rewrite ``move X to Y`` as
+  ``put X in/on Y`` *only for its tracker*, per instance, without patching alfworld globally.
+* **global RNG** — the expert's fallbacks and TextWorld's text grammar draw from the global
+  ``random`` module. Several envs share one worker process, so each engine swaps in its own RNG
+  state around every call (:class:`OwnRandom`); results then do not depend on interleaving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator
+from typing import Any
+
+ENGINE_VERSION = "alfworld-0.4.2+textworld-1.7.0+seedgym-fix1"
+
+
+def _move_as_put(command: str) -> str:
+    """``move apple 1 to countertop 2`` -> ``put apple 1 in/on countertop 2`` (tracker wording)."""
+    if command.startswith("move ") and " to " in command:
+        obj, recep = command[len("move "):].split(" to ", 1)
+        return f"put {obj} in/on {recep}"
+    return command
+
+
+class OwnRandom:
+    """A private state for the global ``random`` module, swapped in around engine calls."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed(seed)
+
+    def seed(self, seed: int) -> None:
+        self._state = random.Random(seed).getstate()
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        outer = random.getstate()
+        random.setstate(self._state)
+        try:
+            yield
+        finally:
+            self._state = random.getstate()
+            random.setstate(outer)
+
+
+def _fixed_expert_classes() -> tuple[type, type]:
+    """Build the fixed expert classes lazily, so importing this module stays cheap."""
+    from alfworld.agents.environment.alfred_tw_env import AlfredExpert
+    from alfworld.agents.expert import HandCodedTWAgent
+
+    class FixedHandCodedTWAgent(HandCodedTWAgent):
+        def reset(self, game: str = "INVALID") -> None:
+            super().reset(game)
+            track = self.policy.update_state_tracking
+
+            def track_move_as_put(game_state: Any, last_action: str) -> Any:
+                return track(game_state, _move_as_put(last_action))
+
+            self.policy.update_state_tracking = track_move_as_put
+
+    class FixedAlfredExpert(AlfredExpert):
+        def __init__(self, env: Any = None, max_steps: int = 200) -> None:
+            super().__init__(env=env)
+            self._expert_max_steps = max_steps
+
+        def load(self, gamefile: str) -> None:
+            super().load(gamefile)
+            self._handcoded_expert = FixedHandCodedTWAgent(max_steps=self._expert_max_steps)
+
+    return FixedHandCodedTWAgent, FixedAlfredExpert
+
+
+def make_engine(*, expert: bool, expert_max_steps: int = 200) -> Any:
+    """A TextWorld environment for ALFWorld ``game.tw-pddl`` files.
+
+    With ``expert=True`` the state carries ``extra.expert_plan`` (one next action, from the fixed
+    handcoded expert); that needs facts each step and costs roughly 10-20% per step.
+    """
+    import textworld
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+    from textworld.envs.pddl import PddlEnv
+
+    extras = ["gamefile"] + (["expert_plan"] if expert else [])
+    infos = textworld.EnvInfos(won=True, admissible_commands=True, feedback=True,
+                               facts=expert, extras=extras)
+    env = AlfredInfos(AlfredDemangler(PddlEnv(infos), shuffle=False))
+    if expert:
+        _, fixed_expert = _fixed_expert_classes()
+        env = fixed_expert(env, max_steps=expert_max_steps)
+    return env
+
+
+def expert_next_action(state: Any) -> str | None:
+    plan = state.get("extra.expert_plan") if hasattr(state, "get") else None
+    return plan[0] if plan else None
+
+
+def solve_with_expert(game_file: str, *, max_steps: int = 250, seed: int = 0,
+                      engine: Any = None) -> list[str] | None:
+    """Play ``game_file`` with the fixed handcoded expert; the winning walkthrough, or None.
+
+    Used to verify generated games. Pass ``engine`` (from ``make_engine(expert=True)``) to reuse
+    one engine across many games.
+    """
+    from alfworld.agents.expert import HandCodedAgentFailed, HandCodedAgentTimeout
+
+    engine = engine or make_engine(expert=True, expert_max_steps=max_steps)
+    rng = OwnRandom(seed)
+    walkthrough: list[str] = []
+    try:
+        with rng.active():
+            engine.load(game_file)
+            state = engine.reset()
+        while not state["won"]:
+            if len(walkthrough) >= max_steps:
+                return None
+            command = expert_next_action(state) or "look"
+            with rng.active():
+                state, _, _ = engine.step(command)
+            walkthrough.append(command)
+    except (HandCodedAgentFailed, HandCodedAgentTimeout):
+        return None
+    except Exception as error:  # the stock wrapper turns expert timeouts into a bare Exception
+        if str(error) == "Timeout":
+            return None
+        raise
+    return walkthrough

@@ -1,0 +1,25 @@
+"""seed-gym: text environments, one rollout harness, and scoring for agentic RL.
+
+>>> import seed_gym
+>>> env = seed_gym.make("alfworld", split="unseen")   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from seed_gym.agent import Agent, AgentAction, AgentSpec, make_agent
+from seed_gym.core import (INFO_KEYS, EnvMisuseError, MissingDataError, SeedGymError, StepOutcome,
+                           TaskInfo, TextEnv, UnknownTaskError)
+from seed_gym.registry import list_envs, load_entry_points, make, register
+from seed_gym.tasks import Split, TaskSet
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "INFO_KEYS", "Agent", "AgentAction", "AgentSpec", "EnvMisuseError", "MissingDataError",
+    "SeedGymError", "Split", "StepOutcome", "TaskInfo", "TaskSet", "TextEnv", "UnknownTaskError",
+    "list_envs", "load_entry_points", "make", "make_agent", "register",
+]
+
+# Registers every installed env (built-in and third-party) with seed-gym and gymnasium, so that
+# gymnasium.make("seed_gym/ALFWorld-v0") works after `import seed_gym`. Cheap: no engine loads.
+load_entry_points()

@@ -1,0 +1,147 @@
+"""The Agent contract and agent specs.
+
+An agent acts on a *batch*: the rollout engine keeps every live episode in lock-step and calls
+``act`` once per tick with all of them, so a model agent does one batched forward pass per tick.
+Episodes join and leave the batch as they start and finish, so every call names its episodes.
+
+Rules:
+
+* ``reset(episode_ids, observations, infos)`` is called once when episodes start (with their first
+  observation); ``act(episode_ids, observations, infos)`` returns one action per episode, in order;
+  ``end(episode_ids)`` lets the agent drop per-episode state.
+* An action is a plain string or an :class:`AgentAction`, which also carries what the record keeps
+  for training and auditing (raw response, prompt, parse validity, token counts, latency).
+* Agents must be deterministic given their ``seed`` (set from the run seed and the episode).
+
+Agents are named on the command line by a spec ``kind[:target][@key=value,...]``, e.g. ``random``,
+``expert``, ``hf:models/tiny@temperature=0``, ``openai:http://127.0.0.1:8000/v1@model=x``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seed_gym.core import SeedGymError
+
+
+@dataclass
+class AgentAction:
+    """One action plus what the episode record keeps about how it was produced."""
+
+    action: str
+    response: str | None = None
+    prompt: str | None = None
+    valid_format: bool = True
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Agent:
+    """Base class with no-op per-episode hooks; subclasses implement :meth:`act`."""
+
+    #: True when the agent reads ``info["expert_action"]``; the engine then asks envs for it.
+    requires_expert: bool = False
+
+    def __init__(self, spec: "AgentSpec | None" = None, seed: int = 0) -> None:
+        self.spec = spec or AgentSpec(kind=type(self).__name__.lower())
+        self.seed = seed
+
+    @property
+    def name(self) -> str:
+        return str(self.spec)
+
+    def reset(self, episode_ids: Sequence[str], observations: Sequence[str],
+              infos: Sequence[Mapping[str, Any]]) -> None:
+        """Episodes start; per-episode state (history, RNG) is set up here."""
+
+    def act(self, episode_ids: Sequence[str], observations: Sequence[str],
+            infos: Sequence[Mapping[str, Any]]) -> list[str | AgentAction]:
+        raise NotImplementedError
+
+    def end(self, episode_ids: Sequence[str]) -> None:
+        """Episodes finished; drop their state."""
+
+    def close(self) -> None:
+        """Release backends (model weights, HTTP clients, servers)."""
+
+    def describe(self) -> dict[str, Any]:
+        """What the run manifest records about this agent."""
+        return {"spec": str(self.spec), "kind": self.spec.kind}
+
+
+class AgentSpecError(SeedGymError, ValueError):
+    pass
+
+
+_SPEC_RE = re.compile(r"^(?P<kind>[A-Za-z][\w-]*)(?::(?P<target>[^@]+))?(?:@(?P<params>.*))?$")
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A parsed ``kind[:target][@key=value,...]``; ``str()`` gives the canonical form back."""
+
+    kind: str
+    target: str | None = None
+    params: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> "AgentSpec":
+        match = _SPEC_RE.match(text.strip())
+        if not match:
+            raise AgentSpecError(f"bad agent spec {text!r}; expected kind[:target][@key=value,...]")
+        params: list[tuple[str, str]] = []
+        for item in filter(None, (match["params"] or "").split(",")):
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise AgentSpecError(f"bad parameter {item!r} in agent spec {text!r}; use key=value")
+            params.append((key.strip(), value.strip()))
+        return cls(match["kind"].lower(), match["target"], tuple(sorted(params)))
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(self.params)
+
+    def __str__(self) -> str:
+        text = self.kind + (f":{self.target}" if self.target else "")
+        if self.params:
+            text += "@" + ",".join(f"{k}={v}" for k, v in self.params)
+        return text
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe form, used for run directories."""
+        return re.sub(r"[^\w.=-]+", "_", str(self)).strip("_")
+
+
+#: Agent kinds -> "module:Class". Model backends (hf, vllm, openai) are added by agents/ later.
+AGENT_KINDS: dict[str, str] = {
+    "random": "seed_gym.agents.scripted:RandomAgent",
+    "expert": "seed_gym.agents.scripted:ExpertAgent",
+    "human": "seed_gym.agents.scripted:HumanAgent",
+}
+
+
+def _parse(spec: str | AgentSpec) -> AgentSpec:
+    return spec if isinstance(spec, AgentSpec) else AgentSpec.parse(spec)
+
+
+def agent_class(spec: str | AgentSpec) -> type[Agent]:
+    """The class an agent spec names, without building it (no model is loaded)."""
+    parsed = _parse(spec)
+    if parsed.kind not in AGENT_KINDS:
+        raise AgentSpecError(f"unknown agent kind {parsed.kind!r}; known: {', '.join(sorted(AGENT_KINDS))}")
+    module_name, _, attr = AGENT_KINDS[parsed.kind].partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def make_agent(spec: str | AgentSpec, *, seed: int = 0) -> Agent:
+    """Build an agent from its spec: ``make_agent("random", seed=1)``."""
+    parsed = _parse(spec)
+    return agent_class(parsed)(parsed, seed=seed)
+
+
+def as_agent_action(value: str | AgentAction) -> AgentAction:
+    return value if isinstance(value, AgentAction) else AgentAction(action=str(value))

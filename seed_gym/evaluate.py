@@ -1,0 +1,127 @@
+"""Evaluation runs: one agent x env x split into one resumable run directory.
+
+``evaluate(config)`` resolves the split (generating embedded data if needed), plans the episodes
+(the first ``n`` tasks of the split x ``group``), opens the run directory (or checks that an
+existing one is the same run), plays only the episodes it does not have yet, and writes
+``summary.json`` from the records of the planned episodes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seed_gym.agent import AgentSpec, agent_class, make_agent
+from seed_gym.backends import make_pool
+from seed_gym.records import RunDir, provenance
+from seed_gym.registry import make
+from seed_gym.rollout import plan_episodes, run_rollouts
+from seed_gym.scoring import summarize
+from seed_gym.tasks import fingerprint
+
+
+@dataclass
+class EvalConfig:
+    env: str
+    split: str
+    agent: str
+    out: Path
+    n: int | None = None
+    group: int = 1
+    seed: int = 0
+    max_steps: int | None = None
+    backend: str = "process"
+    workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    envs_per_worker: int = 4
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PreparedRun:
+    config: EvalConfig
+    identity: dict[str, Any]
+    extra: dict[str, Any]
+    episodes: list[Any]
+    env_kwargs: dict[str, Any]
+
+
+def prepare(config: EvalConfig) -> PreparedRun:
+    """Resolve everything a run's identity depends on, without playing anything."""
+    agent_spec = AgentSpec.parse(config.agent)
+    needs_expert = agent_class(agent_spec).requires_expert
+    env_kwargs = dict(config.env_kwargs)
+    if config.max_steps is not None:
+        env_kwargs["max_steps"] = config.max_steps
+    probe = make(config.env, **env_kwargs)
+    task_set = probe.task_set()
+    split = task_set.split(config.split)
+    task_ids = split.select(config.n)
+    episodes = plan_episodes(task_ids, group=config.group, seed=config.seed)
+    identity = {
+        "env": config.env, "env_version": probe.version, "env_kwargs": env_kwargs,
+        "split": config.split, "split_fingerprint": split.fingerprint,
+        "data_fingerprint": task_set.data_fingerprint, "agent": str(agent_spec),
+        "max_steps": probe.max_steps, "group": config.group, "seed": config.seed,
+        "tasks": len(task_ids), "tasks_fingerprint": fingerprint(task_ids),
+    }
+    describe = getattr(probe, "describe", None)
+    extra = {"env_description": describe() if describe else {}, "task_ids": task_ids,
+             "provenance": provenance()}
+    probe.close()
+    if needs_expert:
+        env_kwargs = {**env_kwargs, "expert": True}
+    return PreparedRun(config, identity, extra, episodes, env_kwargs)
+
+
+def evaluate(config: EvalConfig, *, overwrite: bool = False,
+             on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) one evaluation; returns the summary that lands in ``summary.json``."""
+    prepared = prepare(config)
+    run = RunDir(config.out)
+    if overwrite and run.exists():
+        for path in (run.manifest_path, run.episodes_path, run.summary_path):
+            path.unlink(missing_ok=True)
+    run.open(prepared.identity, prepared.extra)
+    planned = {spec.episode_id for spec in prepared.episodes}
+    finished = {k: v for k, v in run.finished().items() if k in planned}
+    todo = [spec for spec in prepared.episodes if spec.episode_id not in finished]
+    total = len(prepared.episodes)
+    done = len(finished)
+    if on_progress:
+        on_progress(done, total)
+    started = time.perf_counter()
+    if todo:
+        agent = make_agent(config.agent, seed=config.seed)
+        num_slots = min(len(todo), max(1, config.workers) * max(1, config.envs_per_worker))
+
+        def persist(records: list[Any]) -> None:
+            nonlocal done
+            run.append(records)
+            done += len(records)
+            if on_progress:
+                on_progress(done, total)
+
+        try:
+            with make_pool(config.backend, config.env, prepared.env_kwargs, num_slots=num_slots,
+                           workers=config.workers) as pool:
+                run_rollouts(pool, agent, todo, on_records=persist)
+        finally:
+            agent.close()
+    records = [r for r in run.finished().values() if r.episode_id in planned]
+    summary = {
+        **{k: prepared.identity[k] for k in ("env", "env_version", "split", "agent", "split_fingerprint",
+                                             "data_fingerprint", "max_steps", "group", "seed")},
+        **summarize(records),
+        "planned_episodes": total,
+        "complete": len(records) == total,
+        "resumed_episodes": len(finished),
+        "wall_seconds_this_session": round(time.perf_counter() - started, 3),
+        "run_dir": str(config.out),
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
+    }
+    run.write_summary(summary)
+    return summary

@@ -1,0 +1,109 @@
+"""The env registry: by name, by the ``seed_gym.envs`` entry-point group, and in gymnasium.
+
+Built-in envs register exactly the way a third-party package does: the distribution declares an
+entry point in the ``seed_gym.envs`` group whose target is a zero-argument function that calls
+:func:`register` for each env it provides. Entry points are loaded lazily, the first time the
+registry is asked for something it does not know, so ``import seed_gym`` stays cheap and the core
+never imports a concrete environment.
+
+Each env is also registered with gymnasium as ``seed_gym/<GymName>-v<version>``, so
+``gymnasium.make("seed_gym/ALFWorld-v0")`` works after ``import seed_gym``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from seed_gym.core import SeedGymError, TextEnv
+
+ENTRY_POINT_GROUP = "seed_gym.envs"
+log = logging.getLogger(__name__)
+
+
+class UnknownEnvError(SeedGymError, KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """How to build one env: ``entry_point`` is ``"package.module:Class"`` or a callable."""
+
+    env_id: str
+    entry_point: str | Callable[..., TextEnv]
+    description: str = ""
+    gym_id: str | None = None
+    default_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def load(self) -> Callable[..., TextEnv]:
+        if callable(self.entry_point):
+            return self.entry_point
+        module_name, _, attr = self.entry_point.partition(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
+_SPECS: dict[str, EnvSpec] = {}
+_entry_points_loaded = False
+
+
+def register(env_id: str, entry_point: str | Callable[..., TextEnv], *, description: str = "",
+             gym_id: str | None = None, **default_kwargs: Any) -> EnvSpec:
+    """Register an env under ``env_id`` (and with gymnasium under ``gym_id`` when given)."""
+    spec = EnvSpec(env_id, entry_point, description, gym_id, default_kwargs)
+    _SPECS[env_id] = spec
+    if gym_id:
+        _register_with_gymnasium(spec)
+    return spec
+
+
+def _register_with_gymnasium(spec: EnvSpec) -> None:
+    import gymnasium
+
+    if spec.gym_id in gymnasium.registry:
+        return
+
+    def gym_entry(**kwargs: Any) -> TextEnv:
+        return make(spec.env_id, **kwargs)
+
+    gymnasium.register(id=spec.gym_id, entry_point=gym_entry, disable_env_checker=True)
+
+
+def load_entry_points(force: bool = False) -> None:
+    """Import every ``seed_gym.envs`` entry point once; a broken plugin is logged, not fatal."""
+    global _entry_points_loaded
+    if _entry_points_loaded and not force:
+        return
+    _entry_points_loaded = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            hook = ep.load()
+            if callable(hook):
+                hook()
+        except Exception as error:  # one broken plugin must not hide the others
+            log.warning("seed-gym: env plugin %r failed to load: %s", ep.name, error)
+
+
+def spec(env_id: str) -> EnvSpec:
+    if env_id not in _SPECS:
+        load_entry_points()
+    try:
+        return _SPECS[env_id]
+    except KeyError:
+        known = ", ".join(sorted(_SPECS)) or "(none)"
+        raise UnknownEnvError(f"unknown env {env_id!r}; registered: {known}") from None
+
+
+def make(env_id: str, **kwargs: Any) -> TextEnv:
+    """Build a registered env: ``seed_gym.make("alfworld", max_steps=30)``."""
+    env_spec = spec(env_id)
+    return env_spec.load()(**{**env_spec.default_kwargs, **kwargs})
+
+
+def list_envs() -> list[EnvSpec]:
+    load_entry_points()
+    return [_SPECS[k] for k in sorted(_SPECS)]
