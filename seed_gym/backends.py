@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from seed_gym.core import TextEnv
+from seed_gym.registry import EnvSpec, spec as env_spec_of
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,9 @@ def _execute(env: TextEnv, call: Call) -> Any:
         return CallError(detail)
 
 
-def _build_envs(env_id: str, env_kwargs: dict[str, Any], count: int) -> list[TextEnv]:
-    from seed_gym.registry import make
-
-    return [make(env_id, **env_kwargs) for _ in range(count)]
+def _build_envs(env_spec: EnvSpec, env_kwargs: dict[str, Any], count: int) -> list[TextEnv]:
+    factory = env_spec.load()
+    return [factory(**{**env_spec.default_kwargs, **env_kwargs}) for _ in range(count)]
 
 
 class EnvPool:
@@ -84,7 +84,7 @@ class EnvPool:
 class InlinePool(EnvPool):
     def __init__(self, env_id: str, env_kwargs: dict[str, Any], num_slots: int) -> None:
         self.num_slots = num_slots
-        self._envs = _build_envs(env_id, env_kwargs, num_slots)
+        self._envs = _build_envs(env_spec_of(env_id), env_kwargs, num_slots)
 
     def run(self, calls: Sequence[Call]) -> list[Any]:
         return [_execute(self._envs[call.slot], call) for call in calls]
@@ -94,10 +94,14 @@ class InlinePool(EnvPool):
             env.close()
 
 
-def _worker_main(conn: Connection, env_id: str, env_kwargs: dict[str, Any], count: int) -> None:
-    """A worker: build ``count`` envs, then answer batches of (local-slot) calls until told to stop."""
+def _worker_main(conn: Connection, env_spec: EnvSpec, env_kwargs: dict[str, Any], count: int) -> None:
+    """A worker: build ``count`` envs, then answer batches of (local-slot) calls until told to stop.
+
+    It gets the resolved :class:`EnvSpec`, not an env id, so envs registered at run time in the
+    parent (not through an entry point) work in workers too.
+    """
     try:
-        envs = _build_envs(env_id, env_kwargs, count)
+        envs = _build_envs(env_spec, env_kwargs, count)
         conn.send(("ready", None))
     except Exception as error:
         conn.send(("failed", f"{type(error).__name__}: {error}"))
@@ -119,10 +123,10 @@ class WorkerStartError(RuntimeError):
 
 
 class _Worker:
-    def __init__(self, ctx: Any, env_id: str, env_kwargs: dict[str, Any], count: int,
+    def __init__(self, ctx: Any, env_spec: EnvSpec, env_kwargs: dict[str, Any], count: int,
                  start_timeout: float) -> None:
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, env_id, env_kwargs, count),
+        self.process = ctx.Process(target=_worker_main, args=(child, env_spec, env_kwargs, count),
                                    daemon=True)
         self.process.start()
         child.close()
@@ -132,7 +136,7 @@ class _Worker:
         status, detail = self.conn.recv()
         if status != "ready":
             self.kill()
-            raise WorkerStartError(f"env worker failed to build {env_id!r}: {detail}")
+            raise WorkerStartError(f"env worker failed to build {env_spec.env_id!r}: {detail}")
 
     def kill(self) -> None:
         if self.process.is_alive():
@@ -150,7 +154,7 @@ class ProcessPool(EnvPool):
         if workers < 1 or envs_per_worker < 1:
             raise ValueError("workers and envs_per_worker must be >= 1")
         self.num_slots = workers * envs_per_worker
-        self._spec = (env_id, dict(env_kwargs), envs_per_worker)
+        self._spec = (env_spec_of(env_id), dict(env_kwargs), envs_per_worker)
         self._per_worker = envs_per_worker
         self._call_timeout = call_timeout
         self._start_timeout = start_timeout
@@ -166,8 +170,8 @@ class ProcessPool(EnvPool):
             raise
 
     def _start(self) -> _Worker:
-        env_id, env_kwargs, count = self._spec
-        return _Worker(self._ctx, env_id, env_kwargs, count, self._start_timeout)
+        env_spec, env_kwargs, count = self._spec
+        return _Worker(self._ctx, env_spec, env_kwargs, count, self._start_timeout)
 
     def run(self, calls: Sequence[Call]) -> list[Any]:
         by_worker: dict[int, list[tuple[int, Call]]] = {}

@@ -5,6 +5,10 @@ Stack: ``PddlEnv -> AlfredDemangler(shuffle=False) -> AlfredInfos [-> AlfredExpe
 
 Fixes applied here, so every process that builds an engine gets them:
 
+* **two grammars** — the wheel's expert speaks the current grammar (``move X to Y``), but the
+  released game files embed the older one (``put X in/on Y``), where none of its placements is
+  admissible. The expert sees admissible commands in the current wording and its answer is
+  translated back to the game's own wording, so it works on both kinds of file.
 * **put/move** — the handcoded expert tracks its inventory by looking for ``put`` in the last
   command, but the grammar now says ``move X to Y``. Unfixed it never empties its hands after the
   first placement (pick_two: 65/120 solved stock vs 119/120 fixed). We rewrite ``move X to Y`` as
@@ -18,10 +22,31 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 from collections.abc import Iterator
 from typing import Any
 
 ENGINE_VERSION = "alfworld-0.4.2+textworld-1.7.0+seedgym-fix1"
+
+
+_OLD_PUT = re.compile(r"^put (.+) in/on (.+)$")
+
+
+def to_move_wording(command: str) -> str:
+    """``put apple 1 in/on countertop 2`` (old game grammar) -> ``move apple 1 to countertop 2``."""
+    match = _OLD_PUT.match(command)
+    return f"move {match[1]} to {match[2]}" if match else command
+
+
+def to_game_wording(command: str, admissible: list[str]) -> str:
+    """The expert's ``move X to Y`` in the wording this game file admits."""
+    if command in admissible:
+        return command
+    if command.startswith("move ") and " to " in command:
+        old = _move_as_put(command)
+        if old in admissible:
+            return old
+    return command
 
 
 def _move_as_put(command: str) -> str:
@@ -55,7 +80,7 @@ class OwnRandom:
 def _fixed_expert_classes() -> tuple[type, type]:
     """Build the fixed expert classes lazily, so importing this module stays cheap."""
     from alfworld.agents.environment.alfred_tw_env import AlfredExpert
-    from alfworld.agents.expert import HandCodedTWAgent
+    from alfworld.agents.expert import HandCodedAgentTimeout, HandCodedTWAgent
 
     class FixedHandCodedTWAgent(HandCodedTWAgent):
         def reset(self, game: str = "INVALID") -> None:
@@ -75,6 +100,23 @@ def _fixed_expert_classes() -> tuple[type, type]:
         def load(self, gamefile: str) -> None:
             super().load(gamefile)
             self._handcoded_expert = FixedHandCodedTWAgent(max_steps=self._expert_max_steps)
+
+        def _gather_infos(self) -> None:
+            state = self.state
+            state["extra.expert_plan"] = ["look"]
+            if not self.prev_command:
+                self._handcoded_expert.observe(state["feedback"])
+                return
+            admissible = list(state["admissible_commands"])
+            view = dict(state)  # the expert reads the current grammar's wording
+            view["admissible_commands"] = [to_move_wording(c) for c in admissible]
+            try:
+                action = self._handcoded_expert.act(view, 0, state["won"], to_move_wording(self.prev_command))
+            except HandCodedAgentTimeout:
+                raise Exception("Timeout") from None  # what the stock wrapper raises
+            action = to_game_wording(action, admissible)
+            if action in admissible:
+                state["extra.expert_plan"] = [action]
 
     return FixedHandCodedTWAgent, FixedAlfredExpert
 

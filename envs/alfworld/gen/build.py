@@ -1,4 +1,4 @@
-"""Generate a whole split: candidates verified in parallel, kept deterministically, moved in atomically.
+"""Generate a split: candidates verified in parallel, kept deterministically, moved in atomically.
 
 Rules:
 
@@ -26,7 +26,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ MANIFEST = "generation.json"
 LOCK_FILE = ".seed-gym-alfworld-gen.lock"
 DATA_DIR = "json_2.1.1"
 MAX_STEPS = 250          # expert step cap while verifying
+GIVE_UP_FACTOR = 10      # a task type that needs over 10 candidates per game (+20) is broken
 _SCRATCH = ".candidates"  # inside the temp split dir: one folder per candidate being verified
 
 ProgressFn = Callable[[int, int], None]
@@ -69,8 +70,11 @@ class Verdict:
     error: str = ""
 
 
+VerifyFn = Callable[[int, str, int, str, str], Verdict]
+
+
 def verify_candidate(seed: int, split: str, index: int, task_type: str, scratch: str) -> Verdict:
-    """Write candidate ``index`` under ``scratch``, play it with the expert, store the walkthrough."""
+    """Write candidate ``index`` under ``scratch``, play it with the expert, keep its solution."""
     from ..engine import solve_with_expert
 
     if _ENGINE is None:
@@ -81,7 +85,8 @@ def verify_candidate(seed: int, split: str, index: int, task_type: str, scratch:
     try:
         walkthrough = solve_with_expert(str(game_file), max_steps=MAX_STEPS, engine=_ENGINE)
     except Exception as error:  # an engine failure on one game discards that game only
-        return Verdict(index, task_type, candidate.relative_dir, False, f"{type(error).__name__}: {error}")
+        # Only the exception's type: messages may hold temp paths and break byte-identity.
+        return Verdict(index, task_type, candidate.relative_dir, False, type(error).__name__)
     if walkthrough is None:
         return Verdict(index, task_type, candidate.relative_dir, False)
     write_game(folder, candidate, walkthrough)
@@ -108,15 +113,28 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _verify_all(out: Path, seed: int, split: str, size: int, workers: int,
-                on_progress: ProgressFn | None) -> dict[str, Any]:
-    """Fill ``out`` with the split's games; the counts for ``generation.json``."""
+def _spawn_pool(workers: int) -> Executor:
+    """Worker processes (spawn: no forked engine state), each building its engine once."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker)
+
+
+def select_games(out: Path, seed: int, split: str, size: int, workers: int,
+                 on_progress: ProgressFn | None = None, *,
+                 verify: VerifyFn = verify_candidate,
+                 executor: Callable[[int], Executor] = _spawn_pool) -> dict[str, Any]:
+    """Fill ``out`` with the split's games; the counts for ``generation.json``.
+
+    ``verify`` and ``executor`` are seams for tests (a fake verifier on threads); the
+    selection rule, and so the output, is the same for any of them.
+    """
     quotas = task_quotas(split, size)
     schedule = type_schedule(quotas)
     next_index = {t: _type_indices(schedule, t) for t in quotas if quotas[t]}
     upcoming = {t: next(it) for t, it in next_index.items()}
     solved = dict.fromkeys(quotas, 0)
     running = dict.fromkeys(quotas, 0)
+    tried_by_type = dict.fromkeys(quotas, 0)
     tried = discarded = 0
     errors: list[str] = []
     scratch = out / _SCRATCH
@@ -127,9 +145,7 @@ def _verify_all(out: Path, seed: int, split: str, size: int, workers: int,
     def open_types() -> list[str]:
         return [t for t in upcoming if solved[t] + running[t] < quotas[t]]
 
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                             initializer=_init_worker) as pool:
+    with executor(workers) as pool:
         in_flight: set[Future[Verdict]] = set()
         while True:
             # Keep the pool busy, lowest candidate index first (order only affects timing).
@@ -138,7 +154,7 @@ def _verify_all(out: Path, seed: int, split: str, size: int, workers: int,
                 index = upcoming[task_type]
                 upcoming[task_type] = next(next_index[task_type])
                 running[task_type] += 1
-                in_flight.add(pool.submit(verify_candidate, seed, split, index, task_type,
+                in_flight.add(pool.submit(verify, seed, split, index, task_type,
                                           str(scratch / str(index))))
             if not in_flight:
                 break
@@ -146,6 +162,7 @@ def _verify_all(out: Path, seed: int, split: str, size: int, workers: int,
             for future in done:
                 verdict = future.result()
                 tried += 1
+                tried_by_type[verdict.task_type] += 1
                 running[verdict.task_type] -= 1
                 source = scratch / str(verdict.index)
                 if verdict.solved:
@@ -157,12 +174,19 @@ def _verify_all(out: Path, seed: int, split: str, size: int, workers: int,
                     discarded += 1
                     if verdict.error:
                         errors.append(f"candidate {verdict.index}: {verdict.error}")
+                        errors.sort()  # completion order varies; the manifest must not
                 shutil.rmtree(source, ignore_errors=True)
                 if on_progress:
                     on_progress(sum(solved.values()), size)
+                limit = GIVE_UP_FACTOR * quotas[verdict.task_type] + 20
+                if tried_by_type[verdict.task_type] > limit:
+                    raise RuntimeError(f"{verdict.task_type}: {solved[verdict.task_type]} of "
+                                       f"{quotas[verdict.task_type]} games solvable after "
+                                       f"{limit} candidates; errors: {errors[:5]}")
     shutil.rmtree(scratch, ignore_errors=True)
     return {"task_types": quotas, "candidates": tried, "discarded": discarded,
-            "errors": sorted(errors)}
+            "discarded_by_type": {t: tried_by_type[t] - solved[t] for t in quotas},
+            "errors": errors}
 
 
 def _manifest_matches(split_dir: Path, wanted: dict[str, Any]) -> bool:
@@ -211,8 +235,9 @@ def generate_split(root: Path, split: str, *, seed: int = 0, size: int | None = 
         for stale in base.glob(prefix + "*"):  # left by a generator that died; we hold the lock
             shutil.rmtree(stale, ignore_errors=True)
         staging = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+        staging.chmod(0o755)  # mkdtemp makes it private; the split is ordinary data
         try:
-            counts = _verify_all(staging, seed, split, size, workers, on_progress)
+            counts = select_games(staging, seed, split, size, workers, on_progress)
             manifest = {**wanted, "split_dir": SPLIT_DIRS[split], "scenes": split_scenes(split),
                         **counts}
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n",

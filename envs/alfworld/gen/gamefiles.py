@@ -1,8 +1,9 @@
 """The three files of a game folder, as ALFWorld's loaders read them.
 
 * ``initial_state.pddl`` — the PDDL problem (:mod:`.pddl`).
-* ``traj_data.json`` — ``task_id``, ``task_type``, ``pddl_params`` (read by ``add_task_to_grammar``
-  and the handcoded expert), ``scene``, one generated annotation, empty ``plan`` and ``images``.
+* ``traj_data.json`` — ``task_id``, ``task_type``, ``pddl_params`` (read by
+  ``add_task_to_grammar`` and the handcoded expert), ``scene``, one generated annotation, empty
+  ``plan`` and ``images``.
 * ``game.tw-pddl`` — JSON ``{pddl_domain, grammar, pddl_problem, solvable, walkthrough}``: the
   wheel's ``alfred.pddl``; ``alfred.twl2`` with the goal text in place of ``UNKNOWN GOAL`` via
   alfworld's own ``add_task_to_grammar``; the problem; and the expert's result.
@@ -36,7 +37,8 @@ def logic_text(name: str) -> str:
     spec = find_spec("alfworld")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("alfworld==0.4.2 is not installed")
-    return (Path(next(iter(spec.submodule_search_locations))) / "data" / name).read_text(encoding="utf-8")
+    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    return (data / name).read_text(encoding="utf-8")
 
 
 def grammar_with_goal(traj_data: dict[str, Any], wording_seed: int) -> str:

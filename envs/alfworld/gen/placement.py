@@ -74,7 +74,7 @@ def place_objects(rng: random.Random, scene: Scene, task: Task) -> GameState:
 
     for otype in placeable_types(scene):
         rtypes = start_receptacle_types(scene, otype, task)
-        if not rtypes:  # only possible for a non-target that fits nowhere but the parent
+        if not rtypes:  # cannot happen for a task from valid_tasks; skip rather than crash
             continue
         for _ in range(instance_count(rng, otype, task)):
             put(otype, rtypes)

@@ -62,7 +62,7 @@ def layouts_dir() -> Path:
 
 
 def mangle(thor_id: str) -> str:
-    """``Sink|-01.90|+00.97|-01.50|SinkBasin`` -> ``Sink_bar__minus_01_dot_90_..._bar_SinkBasin``."""
+    """``Sink|-01.90|+00.97|-01.50|SinkBasin`` -> ``Sink_bar__minus_01_dot_90..._bar_SinkBasin``."""
     for char, word in _MANGLE:
         thor_id = thor_id.replace(char, word)
     return thor_id

@@ -79,7 +79,8 @@ class Task:
     def folder_name(self, scene: int) -> str:
         """``<task_type>-<Object>-<MovableRecep|None>-<Parent|Toggle>-<scene>``."""
         last = self.toggle_target if self.task_type == LOOK else self.parent_target
-        return f"{self.task_type}-{self.object_target}-{self.mrecep_target or 'None'}-{last}-{scene}"
+        mrecep = self.mrecep_target or "None"
+        return f"{self.task_type}-{self.object_target}-{mrecep}-{last}-{scene}"
 
 
 def holds(rtype: str, otype: str) -> bool:

@@ -1,0 +1,31 @@
+"""Shared fixtures. Unit tests (tests/unit) are fast and need no engine; integration tests
+(tests/integration, marked ``integration``) run real engines and servers."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+OFFICIAL_ARCHIVE = SHARED_DATA / "alfworld-official-valid.tar.xz"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generated data never lands in the user's ~/.cache during tests (one cache per session)."""
+    monkeypatch.setenv("SEED_GYM_HOME", os.environ.get("SEED_GYM_TEST_HOME") or
+                       str(tmp_path_factory.getbasetemp() / "seed-gym-home"))
+
+
+@pytest.fixture(scope="session")
+def official_alfworld(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real ALFWorld valid games from ../shared/data, unpacked once per session."""
+    if not OFFICIAL_ARCHIVE.exists():
+        pytest.skip(f"real ALFWorld games not found at {OFFICIAL_ARCHIVE} (shared reference data)")
+    root = tmp_path_factory.mktemp("alfworld-official")
+    with tarfile.open(OFFICIAL_ARCHIVE) as archive:
+        archive.extractall(root, filter="data")
+    return root / "json_2.1.1"

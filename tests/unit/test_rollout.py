@@ -1,0 +1,113 @@
+"""The rollout engine on the toy counter env, with both backends."""
+
+import pytest
+from toy_envs import TASKS
+
+from seed_gym.agent import Agent, AgentAction, make_agent
+from seed_gym.backends import make_pool
+from seed_gym.registry import register
+from seed_gym.rollout import plan_episodes, run_rollouts, task_seed
+
+register("toy-counter", "toy_envs:CounterEnv")
+
+
+class ScriptAgent(Agent):
+    """Says ``up`` except where told otherwise; remembers every batch it saw."""
+
+    def __init__(self, special=None):
+        super().__init__()
+        self.special = special or {}
+        self.batches = []
+        self.reset_ids = []
+        self.ended = []
+
+    def reset(self, episode_ids, observations, infos):
+        self.reset_ids += list(episode_ids)
+
+    def act(self, episode_ids, observations, infos):
+        self.batches.append(list(episode_ids))
+        return [AgentAction(self.special.get(e, "up"), response=f"<{e}>") for e in episode_ids]
+
+    def end(self, episode_ids):
+        self.ended += list(episode_ids)
+
+
+@pytest.fixture(params=["inline", "process"])
+def backend(request):
+    return request.param
+
+
+def test_every_episode_runs_once_and_records_what_happened(backend):
+    episodes = plan_episodes(TASKS[:4], group=2, seed=5)
+    agent = ScriptAgent()
+    with make_pool(backend, "toy-counter", {}, num_slots=3, workers=2) as pool:
+        records = run_rollouts(pool, agent, episodes)
+    assert sorted(r.episode_id for r in records) == sorted(e.episode_id for e in episodes)
+    assert all(r.won and r.status == "completed" for r in records)
+    by_id = {r.episode_id: r for r in records}
+    assert by_id["count-3#1"].num_steps == 3
+    assert by_id["count-3#1"].steps[0].response == "<count-3#1>"
+    assert by_id["count-3#1"].steps[1].observation == "value 1"
+    assert sorted(agent.ended) == sorted(agent.reset_ids)
+
+
+def test_live_episodes_advance_in_lock_step_batches():
+    agent = ScriptAgent()
+    with make_pool("inline", "toy-counter", {}, num_slots=4) as pool:
+        run_rollouts(pool, agent, plan_episodes(TASKS[:4]))
+    assert agent.batches[0] == ["count-1#0", "count-2#0", "count-3#0", "count-4#0"]
+    assert max(len(b) for b in agent.batches) == 4 and len(agent.batches) == 4  # one tick per step
+
+
+def test_group_members_share_the_start_seed():
+    episodes = plan_episodes(["count-2"], group=3, seed=9)
+    assert {e.seed for e in episodes} == {task_seed(9, "count-2")}
+    assert task_seed(9, "count-2") != task_seed(10, "count-2")
+    with make_pool("inline", "toy-counter", {}, num_slots=3) as pool:
+        records = run_rollouts(pool, ScriptAgent(), episodes)
+    assert len({r.steps[0].observation for r in records}) == 1
+
+
+def test_step_budget_ends_episodes_as_truncated():
+    agent = ScriptAgent({"count-2#0": "down"})
+    with make_pool("inline", "toy-counter", {"max_steps": 4}, num_slots=2) as pool:
+        records = {r.episode_id: r for r in run_rollouts(pool, agent, plan_episodes(["count-2", "count-1"]))}
+    assert records["count-2#0"].status == "truncated" and records["count-2#0"].num_steps == 4
+    assert records["count-1#0"].status == "completed"
+
+
+def test_an_env_exception_fails_only_its_episode_after_retries():
+    agent = ScriptAgent({"count-3#0": "boom"})
+    with make_pool("inline", "toy-counter", {}, num_slots=2) as pool:
+        records = {r.episode_id: r for r in run_rollouts(pool, agent, plan_episodes(["count-3", "count-2"]), max_retries=1)}
+    assert records["count-3#0"].status == "error" and "boom" in records["count-3#0"].error
+    assert records["count-2#0"].won
+    assert agent.reset_ids.count("count-3#0") == 2  # first try + one retry
+
+
+def test_a_dead_worker_is_restarted_and_its_episodes_rerun():
+    class CrashOnce(ScriptAgent):
+        crashed = False
+
+        def act(self, episode_ids, observations, infos):
+            actions = super().act(episode_ids, observations, infos)
+            if not self.crashed and "count-4#0" in episode_ids:
+                self.crashed = True
+                actions[episode_ids.index("count-4#0")] = AgentAction("crash")
+            return actions
+
+    agent = CrashOnce()
+    episodes = plan_episodes(TASKS[:6])
+    with make_pool("process", "toy-counter", {}, num_slots=4, workers=2) as pool:
+        records = run_rollouts(pool, agent, episodes)
+    assert sorted(r.episode_id for r in records) == sorted(e.episode_id for e in episodes)
+    assert all(r.won for r in records)  # the lost episodes were replayed from the start
+    assert agent.reset_ids.count("count-4#0") == 2
+
+
+def test_records_are_handed_over_as_soon_as_episodes_finish():
+    seen = []
+    with make_pool("inline", "toy-counter", {}, num_slots=2) as pool:
+        run_rollouts(pool, make_agent("expert"), plan_episodes(["count-1", "count-5"]),
+                     on_records=lambda rs: seen.append([r.episode_id for r in rs]))
+    assert seen == [["count-1#0"], ["count-5#0"]]

@@ -1,0 +1,60 @@
+"""Scoring on hand-built records: every number here is computed by hand."""
+
+import pytest
+
+from seed_gym.records import EpisodeRecord, StepRecord
+from seed_gym.scoring import bootstrap_ci, summarize
+
+
+def record(task, family, won, steps, invalid=0, score=None, status="completed"):
+    step_list = [StepRecord(t=i, observation="", action="a", reward=0.0, invalid_action=i < invalid)
+                 for i in range(steps)]
+    return EpisodeRecord(episode_id=f"{task}#0", task={"id": task, "split": "s", "family": family, "instruction": ""},
+                         agent="x", group_index=0, seed=0, steps=step_list, final_observation="", won=won,
+                         score=float(won) if score is None else score, total_reward=0.0, status=status,
+                         wall_seconds=0.0)
+
+
+RECORDS = [record("a", "pick", True, 4), record("b", "pick", False, 10, invalid=5),
+           record("c", "look", True, 6, invalid=1), record("d", "look", False, 10, score=0.5)]
+
+
+def test_overall_metrics():
+    summary = summarize(RECORDS)
+    assert summary["episodes"] == 4 and summary["tasks"] == 4
+    assert summary["success_rate"] == 0.5
+    assert summary["mean_score"] == pytest.approx((1 + 0 + 1 + 0.5) / 4)
+    assert summary["mean_steps"] == 7.5
+    assert summary["invalid_action_rate"] == pytest.approx(6 / 30)  # pooled over steps
+
+
+def test_per_family_and_macro():
+    summary = summarize(RECORDS + [record("e", "look", True, 2)])
+    assert summary["per_family"]["pick"]["success_rate"] == 0.5
+    assert summary["per_family"]["look"]["success_rate"] == pytest.approx(2 / 3)
+    assert summary["macro_success_rate"] == pytest.approx((0.5 + 2 / 3) / 2)
+
+
+def test_ci_brackets_the_estimate_and_is_deterministic():
+    records = [record(f"t{i}", "f", i % 3 == 0, 5) for i in range(60)]
+    summary = summarize(records)
+    low, high = summary["ci95"]["success_rate"]
+    assert low < summary["success_rate"] < high
+    assert bootstrap_ci(records) == bootstrap_ci(records)
+
+
+def test_ci_is_degenerate_when_every_episode_agrees():
+    assert bootstrap_ci([record(f"t{i}", "f", True, 3) for i in range(10)])["success_rate"] == [1.0, 1.0]
+
+
+def test_bootstrap_resamples_tasks_not_episodes():
+    # Two tasks, each with 10 identical episodes: resampling tasks can only give 0, 0.5 or 1.
+    records = [record("win", "f", True, 1) for _ in range(10)] + [record("lose", "f", False, 1) for _ in range(10)]
+    low, high = bootstrap_ci(records)["success_rate"]
+    assert (low, high) == (0.0, 1.0)
+
+
+def test_empty_and_error_runs():
+    assert summarize([])["success_rate"] is None
+    summary = summarize([record("a", "f", False, 0, status="error"), record("b", "f", True, 1)])
+    assert summary["errors"] == 1 and summary["success_rate"] == 0.5
