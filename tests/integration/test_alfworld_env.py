@@ -83,6 +83,30 @@ def test_expert_wins_every_task_type_including_pick_two(env):
         assert info["won"], task_id
 
 
+def test_the_fixes_make_the_expert_solve_an_old_grammar_pick_two_game(official_alfworld):
+    """Released files use ``put X in/on Y``; the stock expert only proposes ``move X to Y``."""
+    import random
+
+    import textworld
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredInfos
+    from textworld.envs.pddl import PddlEnv
+
+    from seed_gym.envs.alfworld.engine import solve_with_expert
+
+    game = str(sorted((official_alfworld / "valid_unseen").glob("pick_two_obj_and_place-KeyChain-None-Safe-219/*/game.tw-pddl"))[0])
+    infos = textworld.EnvInfos(won=True, admissible_commands=True, facts=True, feedback=True,
+                               extras=["gamefile", "expert_plan"])
+    stock = AlfredExpert(AlfredInfos(AlfredDemangler(PddlEnv(infos), shuffle=False)))
+    random.seed(0)
+    stock.load(game)
+    state = stock.reset()
+    for _ in range(50):
+        state, _, _ = stock.step(state["extra.expert_plan"][0])
+    assert not state["won"]
+    walkthrough = solve_with_expert(game, max_steps=50)
+    assert walkthrough is not None and any(step.startswith("put ") for step in walkthrough)
+
+
 def test_unknown_tasks_and_missing_data_raise_typed_errors(env, tmp_path):
     with pytest.raises(UnknownTaskError):
         env.reset(options={"task_id": "valid_unseen/no-such-game/trial_0"})
