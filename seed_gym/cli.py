@@ -222,6 +222,25 @@ def play(
     console.print(f"{verdict} after {instance.elapsed_steps} steps, score {info['score']:.2f}")
 
 
+# -- doctor ----------------------------------------------------------------------------------
+@app.command("doctor")
+def doctor() -> None:
+    """Check the installation: packages, the ALFWorld engine, and where data is found."""
+    from seed_gym.doctor import run_checks
+
+    table = Table(title="seed-gym doctor")
+    for column in ("check", "status", "detail"):
+        table.add_column(column)
+    failed = False
+    for check in run_checks():
+        failed |= check.status == "fail"
+        colour = {"ok": "green", "fail": "red"}.get(check.status, "yellow")
+        table.add_row(check.name, f"[{colour}]{check.status}[/]", check.detail)
+    console.print(table)
+    if failed:
+        raise typer.Exit(1)
+
+
 # -- bench -----------------------------------------------------------------------------------
 @bench_app.command("alfworld")
 def bench_alfworld(

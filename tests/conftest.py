@@ -13,11 +13,14 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 OFFICIAL_ARCHIVE = SHARED_DATA / "alfworld-official-valid.tar.xz"
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Generated data never lands in the user's ~/.cache during tests (one cache per session)."""
-    monkeypatch.setenv("SEED_GYM_HOME", os.environ.get("SEED_GYM_TEST_HOME") or
-                       str(tmp_path_factory.getbasetemp() / "seed-gym-home"))
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Generated data never lands in the user's ~/.cache during tests (one cache per session;
+    ``SEED_GYM_TEST_HOME`` keeps it across sessions)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SEED_GYM_HOME", os.environ.get("SEED_GYM_TEST_HOME") or
+                     str(tmp_path_factory.getbasetemp() / "seed-gym-home"))
+        yield
 
 
 @pytest.fixture(scope="session")

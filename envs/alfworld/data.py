@@ -172,7 +172,7 @@ class OfficialGames(GameSource):
 
 
 class GeneratedGames(GameSource):
-    """Generated games under ``root`` (default ``$SEED_GYM_HOME/alfworld/generated-seed<S>``)."""
+    """Generated games under ``root`` (default ``$SEED_GYM_HOME/alfworld/generated-seed<S>[-<sizes>]``)."""
 
     kind = "generated"
 
@@ -184,7 +184,11 @@ class GeneratedGames(GameSource):
         self.seed = int(seed)
         self.sizes = {**gen.DEFAULT_SIZES, **(sizes or {})}
         self.workers = workers
-        base = Path(root).expanduser() if root else default_cache() / "alfworld" / f"generated-seed{self.seed}"
+        if root:
+            base = Path(root).expanduser()
+        else:  # non-default sizes get their own folder, so they never replace the default games
+            custom = "" if self.sizes == gen.DEFAULT_SIZES else "-" + fingerprint_json(self.sizes)[7:15]
+            base = default_cache() / "alfworld" / f"generated-seed{self.seed}{custom}"
         self.base = base
         self.root = base / "json_2.1.1"
 

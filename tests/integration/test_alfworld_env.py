@@ -114,3 +114,16 @@ def test_unknown_tasks_and_missing_data_raise_typed_errors(env, tmp_path):
         env.reset(options={"task_id": "../../../../etc"})
     with pytest.raises(MissingDataError, match="no ALFWorld games"):
         seed_gym.make("alfworld", data=str(tmp_path))
+
+
+def test_play_lets_a_person_play_in_the_terminal(official_alfworld):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "seed_gym.cli", "play", "alfworld", "--env-arg",
+                             f"data={official_alfworld}", "--index", "0"],
+                            input="20\nfly to the moon\nquit\n", capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Your task is to:" in result.stdout and "[1] go to" in result.stdout
+    assert "Nothing happens." in result.stdout  # the free-text line was played, not a crash
+    assert "not won after 2 steps" in result.stdout
