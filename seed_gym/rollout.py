@@ -112,7 +112,8 @@ def _start_episodes(pool: EnvPool, agent: Agent, pending: deque[tuple[EpisodeSpe
         live[slot] = _Live(spec, observation, info, now, attempt)
         started.append(live[slot])
     errors += _drop_lost(pool, live, free, fail)
-    started = [ep for ep in started if ep in live.values()]
+    alive = {id(ep) for ep in live.values()}
+    started = [ep for ep in started if id(ep) in alive]
     if started:
         agent.reset([ep.spec.episode_id for ep in started], [ep.observation for ep in started],
                     [ep.info for ep in started])

@@ -8,6 +8,9 @@
 * Reward 1.0 on the step that wins; ``terminated`` = won; ``score`` = won as 0/1;
   ``family`` = the task type; ``max_steps`` = 50 by default.
 * ``expert=True`` fills ``info["expert_action"]`` with the fixed handcoded expert's next action.
+* Determinism: a game always plays the same way. The engine's RNG (used only by the expert's
+  fallbacks) starts from the same state for every episode of a game, so the expert replays the
+  walkthrough the generator verified; the reset ``seed`` seeds only ``np_random``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any, ClassVar
 
 from seed_gym.core import StepOutcome, TaskInfo, TextEnv
 from seed_gym.envs.alfworld import data as alf_data
-from seed_gym.envs.alfworld.engine import ENGINE_VERSION, OwnRandom, expert_next_action, make_engine
+from seed_gym.envs.alfworld.engine import (ENGINE_VERSION, OwnRandom, expert_next_action, make_engine,
+                                           start_game)
 from seed_gym.tasks import TaskSet
 
 _TASK_RE = re.compile(r"Your task is to:\s*(.+?)\s*$", re.S)
@@ -61,12 +65,9 @@ class ALFWorldEnv(TextEnv):
         game = str(alf_data.game_file(self.source.root, task_id))
         if self._engine is None:
             self._engine = make_engine(expert=self.expert)
-        self._rng.seed(seed)
-        with self._rng.active():
-            if game != self._loaded_game:  # loading parses the PDDL; reset alone rebuilds state
-                self._engine.load(game)
-                self._loaded_game = game
-            self._state = self._engine.reset()
+        # Loading parses the PDDL; a reset alone rebuilds the state, so groups skip the load.
+        self._state = start_game(self._engine, game, self._rng, load=game != self._loaded_game)
+        self._loaded_game = game
         observation = self._state["feedback"]
         match = _TASK_RE.search(observation)
         split_dir = task_id.split("/", 1)[0]

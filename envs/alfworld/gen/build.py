@@ -35,11 +35,11 @@ from .candidates import make_candidate
 from .gamefiles import write_game
 from .splits import DEFAULT_SIZES, SPLIT_DIRS, check_split, split_scenes, task_quotas, type_schedule
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 MANIFEST = "generation.json"
 LOCK_FILE = ".seed-gym-alfworld-gen.lock"
 DATA_DIR = "json_2.1.1"
-MAX_STEPS = 250          # expert step cap while verifying
+MAX_STEPS = 50           # a game is kept only if the expert wins within ALFWorld's episode cap
 GIVE_UP_FACTOR = 10      # a task type that needs over 10 candidates per game (+20) is broken
 _SCRATCH = ".candidates"  # inside the temp split dir: one folder per candidate being verified
 
