@@ -124,6 +124,12 @@ AGENT_KINDS: dict[str, str] = {
 }
 
 
+def register_agent_kind(kind: str, target: str) -> None:
+    """Add an agent kind (``"module:Class"``). Env packages call this from their entry-point
+    hook (e.g. Search-QA's ``closed-book``), so their agents appear wherever the env does."""
+    AGENT_KINDS[kind.lower()] = target
+
+
 def _parse(spec: str | AgentSpec) -> AgentSpec:
     return spec if isinstance(spec, AgentSpec) else AgentSpec.parse(spec)
 
@@ -131,6 +137,10 @@ def _parse(spec: str | AgentSpec) -> AgentSpec:
 def agent_class(spec: str | AgentSpec) -> type[Agent]:
     """The class an agent spec names, without building it (no model is loaded)."""
     parsed = _parse(spec)
+    if parsed.kind not in AGENT_KINDS:
+        from seed_gym.registry import load_entry_points
+
+        load_entry_points()  # plugins register their agent kinds there
     if parsed.kind not in AGENT_KINDS:
         raise AgentSpecError(f"unknown agent kind {parsed.kind!r}; known: {', '.join(sorted(AGENT_KINDS))}")
     module_name, _, attr = AGENT_KINDS[parsed.kind].partition(":")

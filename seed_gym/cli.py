@@ -19,8 +19,18 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
                   help="seed-gym: text envs, one rollout harness, scoring and reports for agentic RL.")
 data_app = typer.Typer(no_args_is_help=True, help="Generate or check the offline data of an env.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print ratios against a baseline from the same run.")
+serve_app = typer.Typer(no_args_is_help=True, help="Run a server (bound to 127.0.0.1 by default).")
 app.add_typer(data_app, name="data")
 app.add_typer(bench_app, name="bench")
+app.add_typer(serve_app, name="serve")
+
+#: Modules that add commands: each has ``register(app, data_app, bench_app, serve_app)``. An env
+#: or feature package keeps its commands next to its code; a missing optional part is skipped.
+COMMAND_MODULES = (
+    "seed_gym.envs.webshop.cli",
+    "seed_gym.envs.searchqa.cli",
+    "seed_gym.leaderboards.cli",
+)
 
 console = Console()
 err_console = Console(stderr=True)
@@ -264,6 +274,21 @@ def bench_alfworld(
     if out:
         out.write_text(json.dumps(result, indent=2))
 
+
+def _register_command_modules() -> None:
+    import importlib
+
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if error.name and name.startswith(error.name):
+                continue  # that part is not in this tree (yet)
+            raise
+        module.register(app, data_app, bench_app, serve_app)
+
+
+_register_command_modules()
 
 if __name__ == "__main__":
     main()
