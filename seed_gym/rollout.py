@@ -59,6 +59,8 @@ class _Live:
 
 
 OnRecords = Callable[[list[EpisodeRecord]], None]
+#: ``fail(spec, attempt, why, started)``: requeue a failed episode, or return its error record.
+Fail = Callable[[EpisodeSpec, int, str, float], "EpisodeRecord | None"]
 
 
 def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *,
@@ -91,7 +93,7 @@ def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *
 
 
 def _start_episodes(pool: EnvPool, agent: Agent, pending: deque[tuple[EpisodeSpec, int]],
-                    free: list[int], live: dict[int, _Live], fail: Any) -> list[EpisodeRecord]:
+                    free: list[int], live: dict[int, _Live], fail: Fail) -> list[EpisodeRecord]:
     starting: list[tuple[int, EpisodeSpec, int]] = []
     while free and pending:
         spec, attempt = pending.popleft()
@@ -121,7 +123,7 @@ def _start_episodes(pool: EnvPool, agent: Agent, pending: deque[tuple[EpisodeSpe
 
 
 def _tick(pool: EnvPool, agent: Agent, live: dict[int, _Live], free: list[int],
-          fail: Any) -> list[EpisodeRecord]:
+          fail: Fail) -> list[EpisodeRecord]:
     slots = sorted(live)
     episodes = [live[slot] for slot in slots]
     outputs = agent.act([ep.spec.episode_id for ep in episodes], [ep.observation for ep in episodes],
@@ -153,7 +155,7 @@ def _tick(pool: EnvPool, agent: Agent, live: dict[int, _Live], free: list[int],
     return done
 
 
-def _drop_lost(pool: EnvPool, live: dict[int, _Live], free: list[int], fail: Any) -> list[EpisodeRecord]:
+def _drop_lost(pool: EnvPool, live: dict[int, _Live], free: list[int], fail: Fail) -> list[EpisodeRecord]:
     """Episodes whose env state vanished with a restarted worker start over (or fail)."""
     records = []
     for slot in sorted(pool.pop_lost_slots()):
