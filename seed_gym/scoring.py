@@ -56,7 +56,7 @@ def bootstrap_ci(records: Sequence[EpisodeRecord], *, samples: int = BOOTSTRAP_S
     by_task: dict[str, list[int]] = defaultdict(list)
     for index, record in enumerate(records):
         by_task[record.task["id"]].append(index)
-    clusters = list(by_task.values())
+    clusters = [by_task[task] for task in sorted(by_task)]  # independent of completion order
     arrays = _episode_arrays(records)
     # Per-task sums make each resample a weighted sum instead of a concatenation.
     sums = {key: np.array([arrays[key][c].sum() for c in clusters]) for key in arrays}

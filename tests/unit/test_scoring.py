@@ -58,3 +58,8 @@ def test_empty_and_error_runs():
     assert summarize([])["success_rate"] is None
     summary = summarize([record("a", "f", False, 0, status="error"), record("b", "f", True, 1)])
     assert summary["errors"] == 1 and summary["success_rate"] == 0.5
+
+
+def test_ci_does_not_depend_on_the_order_episodes_finished_in():
+    records = [record(f"t{i}", "f", i % 3 == 0, 1 + i % 4) for i in range(30)]
+    assert bootstrap_ci(records) == bootstrap_ci(records[::-1])

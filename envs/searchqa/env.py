@@ -1,0 +1,143 @@
+"""``searchqa``: search-augmented QA under the Search-R1 protocol, as a TextEnv.
+
+* Reset: the observation is Search-R1's prompt with the question (:func:`.protocol.make_prompt`).
+* Each step takes one model *response*. ``<search> q </search>`` returns the top ``topk`` passages
+  as an ``<information>`` block; ``<answer> a </answer>`` ends the episode; anything else (no tag,
+  junk, 100 KB, a non-string) returns the invalid-turn message with ``invalid_action=True``.
+* Turn limit: ``max_turns`` (4) rounds, then one final round in which a search is not run (Search-R1
+  makes its last generation without search), so ``max_steps = max_turns + 1``.
+* Reward on the answering step: EM of the prediction; ``won`` = EM; ``score`` = F1; ``family`` =
+  the question's ``data_source``. The prediction is the last ``<answer>`` in the responses only.
+* Retrieval: an in-process index (``retriever="bm25s"``, built once and cached on disk) or a
+  Search-R1 compatible server (``server="http://127.0.0.1:8000"``).
+* ``expert=True`` fills ``info["expert_action"]``: search each gold hop's query, then answer gold.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from seed_gym.core import MissingDataError, StepOutcome, TaskInfo, TextEnv, UnknownTaskError
+from seed_gym.envs.searchqa import protocol
+from seed_gym.envs.searchqa.data import DEFAULT_ENTITIES, QAData, load_data, world_version
+from seed_gym.envs.searchqa.metrics import exact_match, f1
+from seed_gym.tasks import TaskSet
+
+MAX_QUERY_CHARS = 2000
+SEARCH_LIMIT_MESSAGE = "\nThe search limit is reached: no more searches. Give the final answer now.\n"
+
+
+class SearchQAEnv(TextEnv):
+    env_id: ClassVar[str] = "searchqa"
+    version: ClassVar[str] = f"1+{world_version()}"
+    invalid_action_message: ClassVar[str] = protocol.INVALID_TURN_MESSAGE
+
+    def __init__(self, *, data: str | None = None, seed: int = 0, entities: int = DEFAULT_ENTITIES,
+                 corpus: str | None = None, questions: str | list[str] | None = None,
+                 retriever: str = "bm25s", server: str | None = None, topk: int = 3, max_turns: int = 4,
+                 expert: bool = False, split: str = "test", max_steps: int | None = None,
+                 render_mode: str | None = None) -> None:
+        """``data``: ``None``/``"generated"`` (the SynWiki world from ``seed`` and ``entities``) or a
+        folder with ``corpus.jsonl`` and question files; or ``corpus=`` plus ``questions=``."""
+        self.max_turns = int(max_turns)
+        super().__init__(max_steps=max_steps or self.max_turns + 1, render_mode=render_mode)
+        self.data: QAData = load_data(data, seed=int(seed), entities=int(entities), corpus=corpus,
+                                      questions=questions)
+        from seed_gym.retrieval import BACKENDS, RetrievalError
+
+        if retriever not in BACKENDS:
+            raise RetrievalError(f"unknown retrieval backend {retriever!r}; known: {', '.join(sorted(BACKENDS))}")
+        if int(topk) < 1 or self.max_turns < 1:
+            raise ValueError(f"topk and max_turns must be >= 1, got {topk} and {max_turns}")
+        self.backend, self.server, self.topk = retriever, server, int(topk)
+        self.expert = bool(expert) if not isinstance(expert, str) else expert.lower() in ("1", "true", "yes")
+        self.default_split = split
+        self._client: Any = None
+        if self.server:
+            self._check_server()
+        self._question: dict[str, Any] = {}
+        self._responses: list[str] = []
+        self._searches = 0
+        self._prediction: str | None = None
+
+    # -- data ---------------------------------------------------------------------------------
+    def task_set(self) -> TaskSet:
+        return self.data.task_set(self.default_split)
+
+    def describe(self) -> dict[str, Any]:
+        return {"data": self.data.name, "retriever": self.server or self.backend, "topk": self.topk,
+                "max_turns": self.max_turns, "passages": len(self.data.passages)}
+
+    # -- retrieval ------------------------------------------------------------------------------
+    def search(self, queries: list[str]) -> list[list[str]]:
+        """Contents of the top ``topk`` passages per query, in-process or through the server."""
+        if self.server:
+            return self._search_server(queries)
+        retriever = self.data.retriever(self.backend)
+        passages = self.data.passages
+        return [[passages[h.doc_id] for h in hits] for hits in retriever.search(queries, self.topk)]
+
+    def _check_server(self) -> None:
+        """A health check before any rollout: a clear error instead of failing mid-episode."""
+        import httpx
+
+        try:
+            httpx.get(self.server.rstrip("/") + "/health", timeout=10.0).raise_for_status()
+        except httpx.HTTPError as error:
+            raise MissingDataError(f"searchqa: no retrieval server at {self.server} ({error}); "
+                                   "start one with `seed-gym serve retriever`") from None
+
+    def _search_server(self, queries: list[str]) -> list[list[str]]:
+        import httpx
+
+        if self._client is None:
+            self._client = httpx.Client(base_url=self.server.rstrip("/"), timeout=60.0)
+        response = self._client.post("/retrieve", json={"queries": queries, "topk": self.topk,
+                                                        "return_scores": False})
+        response.raise_for_status()
+        return [[doc["contents"] for doc in docs] for docs in response.json()["result"]]
+
+    # -- episode --------------------------------------------------------------------------------
+    def _reset(self, task_id: str, seed: int) -> tuple[str, TaskInfo]:
+        question = self.data.questions.get(task_id)
+        if question is None:
+            raise UnknownTaskError(f"searchqa: unknown task id {task_id!r}")
+        self._question, self._responses, self._searches, self._prediction = question, [], 0, None
+        task = TaskInfo(id=task_id, split=question["split"], family=question["data_source"],
+                        instruction=question["question"])
+        return protocol.make_prompt(question["question"]), task
+
+    def _step(self, action: str) -> StepOutcome:
+        turn = protocol.parse_turn(action)
+        self._responses.append(turn.response)
+        if turn.kind == "answer":
+            self._prediction = protocol.last_answer(self._responses)
+            reward = exact_match(self._prediction, self._question["golden_answers"])
+            return StepOutcome("", reward=reward, terminated=True, extra_info={"prediction": self._prediction})
+        if turn.kind == "search":
+            if self._searches >= self.max_turns:
+                return StepOutcome(SEARCH_LIMIT_MESSAGE, extra_info={"search_skipped": True})
+            self._searches += 1
+            query = turn.content[:MAX_QUERY_CHARS]
+            return StepOutcome(protocol.information_block(self.search([query])[0]), extra_info={"query": query})
+        return StepOutcome(self.invalid_action_message, invalid_action=True)
+
+    # -- queries --------------------------------------------------------------------------------
+    def _won(self) -> bool:
+        return exact_match(self._prediction, self._question.get("golden_answers", [])) == 1.0
+
+    def _score(self) -> float:
+        return f1(self._prediction, self._question.get("golden_answers", []))
+
+    def _expert_action(self) -> str | None:
+        if not self.expert or not self._question:
+            return None
+        hops = self._question.get("metadata", {}).get("hops") or []
+        if self._searches < min(len(hops), self.max_turns) and self.elapsed_steps < self.max_steps - 1:
+            return f"<search> {hops[self._searches]['query']} </search>"
+        return f"<answer> {self._question['golden_answers'][0]} </answer>"
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None

@@ -1,0 +1,152 @@
+"""``webshop``: WebShop as an in-process TextEnv (no HTTP), on the page machine the server uses.
+
+* Observation: the page as ``text`` (visible strings joined with `` [SEP] ``, the default) or
+  ``text_rich`` (one line per string, ``[button] X [button_]`` markup); ``observation_mode=``.
+* Action: ``search[keywords]`` (any page) or ``click[x]`` for a current clickable. Anything else
+  is a no-op: reward 0, the observation unchanged, ``invalid_action=True``.
+* ``info["admissible_actions"]``: ``click[x]`` for each clickable, and on the search page
+  ``search[<instruction>]`` (the instruction as keywords), so a random policy can start.
+* Reward: upstream's, on the ``click[buy now]`` step, which alone terminates; ``score`` = that
+  reward (0 without a purchase); ``won`` = reward == 1. Max steps 15; ``family`` = category.
+* ``expert=True``: ``info["expert_action"]`` searches the goal's query (the product's title when
+  the query does not reach the goal product in the top 50), pages to the goal product, opens it,
+  picks the goal options and buys.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from seed_gym.core import StepOutcome, TaskInfo, TextEnv
+from seed_gym.envs.webshop.pages import Session
+from seed_gym.envs.webshop.shop import Shop, get_shop
+from seed_gym.tasks import TaskSet
+
+ENV_VERSION = "1"
+OBSERVATION_MODES = ("text", "text_rich")
+
+
+def expert_keywords(shop: Shop, goal: dict[str, Any]) -> str:
+    """The expert's search: the goal's query, or the product title when the query misses it."""
+    query = str(goal["query"]).lower()
+    if goal["asin"] in shop.search(query.split(" ")):
+        return query
+    return str(shop.products[goal["asin"]]["Title"]).lower()
+
+
+def _wanted_values(session: Session) -> list[str]:
+    """Goal option values still to click (only those the item page can set)."""
+    groups = session.option_groups()
+    goal_options = session.goal.get("goal_options") or {}
+    todo = []
+    if isinstance(goal_options, dict):
+        for group, value in goal_options.items():
+            value = str(value).lower()
+            if session.options.get(group) != value and groups.get(value) == group:
+                todo.append(value)
+    else:
+        chosen = set(session.options.values())
+        todo = [str(v).lower() for v in goal_options if str(v).lower() in groups and str(v).lower() not in chosen]
+    return todo
+
+
+def expert_action(session: Session, keywords: str) -> str | None:
+    """The next expert action from a session (see the module rules)."""
+    target = session.goal["asin"]
+    if session.done:
+        return None
+    if session.page == "start" or (session.page == "results" and session.keywords != keywords.split(" ")):
+        return f"search[{keywords}]"
+    if session.page == "results":
+        if target not in session.results:
+            return f"search[{keywords}]"
+        index = session.results.index(target) // 10 + 1
+        if index == session.page_num:
+            return f"click[{target.lower()}]"
+        return "click[next >]" if index > session.page_num else "click[< prev]"
+    if session.page == "item":
+        if session.asin != target:
+            return "click[< prev]"
+        todo = _wanted_values(session)
+        return f"click[{todo[0]}]" if todo else "click[buy now]"
+    return "click[< prev]"
+
+
+class WebShopBase(TextEnv):
+    """What the text and browser envs share: the shop, the options, splits, task info."""
+
+    version: ClassVar[str] = ENV_VERSION
+    default_max_steps: ClassVar[int] = 15
+
+    def __init__(self, *, data: str | None = None, num_products: int = 1000, seed: int = 0,
+                 goals: str = "synthetic", observation_mode: str = "text", expert: bool = False,
+                 split: str = "train", max_steps: int | None = None, render_mode: str | None = None) -> None:
+        """``data``: None (SynShop, ``num_products`` from ``seed``) or a folder of upstream files."""
+        super().__init__(max_steps=max_steps, render_mode=render_mode)
+        if observation_mode not in OBSERVATION_MODES:
+            raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}")
+        self.shop = get_shop(data, num_products=int(num_products), seed=int(seed), goals=goals)
+        self.observation_mode = observation_mode
+        self.expert = bool(expert)
+        self.default_split = split
+        self._expert_keywords = ""
+
+    def task_set(self) -> TaskSet:
+        ts = self.shop.task_set
+        return TaskSet(ts.splits, ts.data_fingerprint, default_split=self.default_split, aliases=ts.aliases)
+
+    def _start(self, task_id: str) -> tuple[dict[str, Any], TaskInfo]:
+        """The goal of ``task_id`` and its task info; sets up the expert's search."""
+        goal = self.shop.goal(task_id)
+        self._expert_keywords = expert_keywords(self.shop, goal) if self.expert else ""
+        split = next((n for n, s in self.shop.task_set.splits.items() if task_id in s), "train")
+        return goal, TaskInfo(id=task_id, split=split, family=str(goal["category"]),
+                              instruction=str(goal["instruction_text"]))
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """As TextEnv.step; a non-string action is a no-op like any unparseable one (page unchanged)."""
+        return super().step(action if isinstance(action, str) else "")
+
+
+class WebShopEnv(WebShopBase):
+    env_id: ClassVar[str] = "webshop"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.session: Session | None = None
+
+    def _reset(self, task_id: str, seed: int) -> tuple[str, TaskInfo]:
+        goal, task = self._start(task_id)
+        self.session = Session(self.shop, goal)
+        return self.observe(), task
+
+    def observe(self) -> str:
+        assert self.session is not None
+        return self.session.render(self.observation_mode)
+
+    def _step(self, action: str) -> StepOutcome:
+        assert self.session is not None
+        if not self.session.apply(action):
+            return StepOutcome(self.observe(), invalid_action=True)
+        if self.session.done:
+            return StepOutcome(self.observe(), reward=self.session.reward, terminated=True,
+                               extra_info={"reward_info": self.session.reward_info})
+        return StepOutcome(self.observe())
+
+    def _won(self) -> bool:
+        return bool(self.session and self.session.done and self.session.reward == 1.0)
+
+    def _score(self) -> float:
+        return float(self.session.reward) if self.session and self.session.done else 0.0
+
+    def _admissible_actions(self) -> list[str]:
+        assert self.session is not None
+        actions = [f"click[{c}]" for c in self.session.clickables() if c != "search"]
+        if self.session.has_search_bar:
+            actions.insert(0, f"search[{self.session.instruction.lower()}]")
+        return actions
+
+    def _expert_action(self) -> str | None:
+        if not self.expert or self.session is None:
+            return None
+        return expert_action(self.session, self._expert_keywords)

@@ -1,0 +1,83 @@
+"""``seed-gym leaderboard build`` and ``seed-gym compare`` (registered by ``seed_gym.cli``).
+
+Heavy work is imported inside the commands so ``seed-gym --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, serve_app: typer.Typer) -> None:
+    leaderboard_app = typer.Typer(no_args_is_help=True, help="Leaderboard reports from run directories.")
+    leaderboard_app.command("build")(build_command)
+    app.add_typer(leaderboard_app, name="leaderboard")
+    app.command("compare")(compare_command)
+
+
+def build_command(
+    runs: list[Path] = typer.Argument(..., help="Run dirs, submission folders, or folders holding them."),
+    out: Path = typer.Option(Path("leaderboard"), help="Folder for index.html, README.md, leaderboard.json."),
+    title: str = typer.Option("seed-gym leaderboard", help="Page title."),
+    reference: bool = typer.Option(True, help="Include the numbers reported in papers (labelled 'reported')."),
+) -> None:
+    """Build the static leaderboard (HTML + Markdown) from runs; broken submissions are listed."""
+    from seed_gym.cli import console
+    from seed_gym.leaderboards.report import build_report, write_report
+
+    report = build_report(runs, title=title, with_reference=reference)
+    files = write_report(report, out)
+    boards = [board for env in report.envs for board in env.section.boards]
+    for board in boards:
+        flag = f"  [yellow]differs in {', '.join(board.conflicts)}[/]" if board.conflicts else ""
+        console.print(f"{board.title}: {len(board.rows)} rows{flag}")
+    console.print(f"{len(report.runs)} runs, {len(boards)} boards -> " + ", ".join(str(f) for f in files),
+                  soft_wrap=True)
+
+
+def compare_command(
+    run_a: Path = typer.Argument(..., help="Run directory A (the baseline)."),
+    run_b: Path = typer.Argument(..., help="Run directory B (compared against A)."),
+    allow_mismatch: bool = typer.Option(False, help="Compare even when fingerprints or versions differ."),
+    show: int = typer.Option(20, help="List at most this many differing tasks."),
+) -> None:
+    """Paired comparison of B vs A on their shared tasks: difference, 95% CI, McNemar exact test."""
+    from seed_gym.cli import console
+    from seed_gym.leaderboards.compare import compare_runs
+    from seed_gym.leaderboards.runs import load_run
+
+    result = compare_runs(load_run(run_a), load_run(run_b), allow_mismatch=allow_mismatch)
+    console.print(comparison_table(result))
+    if result.mismatches:
+        console.print(f"[yellow]warning: the runs differ in {', '.join(result.mismatches)}[/]")
+    if result.only_a or result.only_b:
+        console.print(f"[dim]not paired: {result.only_a} tasks only in A, {result.only_b} only in B[/]")
+    console.print(f"{len(result.differing)} tasks differ" + (":" if result.differing else ""))
+    for diff in result.differing[:show]:
+        console.print(f"  A {100 * diff.won_a:5.1f}%  B {100 * diff.won_b:5.1f}%  [{diff.family}] {diff.task_id}",
+                      markup=False, soft_wrap=True)
+    if len(result.differing) > show:
+        console.print(f"  ... and {len(result.differing) - show} more")
+
+
+def comparison_table(result: Any) -> Any:
+    from rich.table import Table
+
+    from seed_gym.leaderboards import formatting as fmt
+
+    table = Table(title=f"paired: B = {result.label_b}  vs  A = {result.label_a}")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("shared tasks / episode pairs", f"{result.tasks} / {result.pairs}")
+    table.add_row("success % A", fmt.pct(result.success_a))
+    table.add_row("success % B", fmt.pct(result.success_b))
+    table.add_row("success diff B-A (95% CI)", f"{fmt.signed_pct(result.success_diff)} "
+                  f"[{fmt.signed_pct(result.success_diff_ci[0])}, {fmt.signed_pct(result.success_diff_ci[1])}]")
+    table.add_row("score diff B-A (95% CI)", f"{fmt.signed_pct(result.score_diff)} "
+                  f"[{fmt.signed_pct(result.score_diff_ci[0])}, {fmt.signed_pct(result.score_diff_ci[1])}]")
+    table.add_row("discordant: only A won / only B won", f"{result.a_only_won} / {result.b_only_won}")
+    table.add_row("McNemar exact p", fmt.p_value(result.p_value))
+    return table

@@ -1,0 +1,207 @@
+"""Leaderboard reports from real runs: scripted agents through the real CLI, every available env.
+
+* ALFWorld: expert and random on 6 generated games of ``seen`` and ``unseen``, and on 6 official
+  ``valid_unseen`` games when the shared archive exists (their data fingerprint differs, so they must
+  land on a separate, flagged board).
+* Every other registered env (Search-QA, WebShop, plugins): expert and random on 4 tasks of its
+  ``seen``/``unseen`` splits (or ``test``).
+* The page's numbers are checked against each run's ``summary.json``, then the page is loaded in
+  headless Chromium (selenium): no console errors, tables visible, a screenshot kept in
+  ``tests/_output/leaderboard.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from seed_gym.leaderboards import formatting as fmt
+from seed_gym.leaderboards.compare import mcnemar_exact
+
+pytestmark = pytest.mark.integration
+
+OUTPUT_DIR = Path(__file__).resolve().parents[1] / "_output"
+#: The shared real ALFWorld games (the ``official_alfworld`` fixture of conftest unpacks them).
+OFFICIAL_ARCHIVE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "alfworld-official-valid.tar.xz"
+AGENTS = ("expert", "random")
+GENERATED = '{"seen": 6, "unseen": 6}'
+CHROME_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--window-size=1280,1600")
+
+
+def seed_gym(*args: str) -> str:
+    """Run the real CLI; fail with its output when it fails."""
+    done = subprocess.run([sys.executable, "-m", "seed_gym.cli", *args], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, f"seed-gym {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def eval_runs(out: Path, env: str, split: str, n: int, *extra: str) -> list[Path]:
+    agents = [arg for agent in AGENTS for arg in ("--agent", agent)]
+    seed_gym("eval", *agents, "--env", env, "--split", split, "-n", str(n), "--workers", "1", *extra,
+             "--out", str(out))
+    return [out / agent for agent in AGENTS]
+
+
+def other_env_splits(env: str) -> list[str]:
+    from seed_gym.registry import make
+
+    names = make(env).task_set().names()
+    chosen = [s for s in ("seen", "unseen") if s in names]
+    return chosen or ([s for s in names if s != "train"][:1])
+
+
+@pytest.fixture(scope="module")
+def run_dirs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> list[Path]:
+    from seed_gym.registry import list_envs
+
+    root = tmp_path_factory.mktemp("leaderboard-runs")
+    runs = []
+    for split in ("seen", "unseen"):
+        runs += eval_runs(root / f"alfworld-gen-{split}", "alfworld", split, 6, "--env-arg", f"sizes={GENERATED}")
+    if OFFICIAL_ARCHIVE.exists():
+        data = request.getfixturevalue("official_alfworld")
+        runs += eval_runs(root / "alfworld-official-unseen", "alfworld", "unseen", 6, "--env-arg", f"data={data}")
+    for spec in list_envs():
+        # Built-in envs only (the CLI subprocess cannot see envs a test registered in-process);
+        # the browser variant plays the same episodes as its text env, so it adds nothing here.
+        builtin = isinstance(spec.entry_point, str) and spec.entry_point.startswith("seed_gym.envs.")
+        if spec.env_id == "alfworld" or not builtin or spec.env_id.endswith("-browser"):
+            continue
+        for split in other_env_splits(spec.env_id):
+            runs += eval_runs(root / f"{spec.env_id}-{split}", spec.env_id, split, 4, "--backend", "inline")
+    return runs
+
+
+@pytest.fixture(scope="module")
+def report_dir(run_dirs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("leaderboard")
+    printed = seed_gym("leaderboard", "build", *sorted({str(p.parent) for p in run_dirs}), "--out", str(out))
+    assert f"{len(run_dirs)} runs" in printed
+    return out
+
+
+class CellCollector(HTMLParser):
+    """The measured cells: (run dir, metric) -> (data-value, shown text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells: dict[tuple[str, str], tuple[float, str]] = {}
+        self._open: tuple[str, str, float] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        data = dict(attrs)
+        if tag == "td" and "data-metric" in data:
+            self._open = (data["data-run"], data["data-metric"], float(data["data-value"]))
+            self._text = []
+
+    def handle_data(self, text: str) -> None:
+        if self._open:
+            self._text.append(text)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._open:
+            run, metric, value = self._open
+            self.cells.setdefault((run, metric), (value, "".join(self._text)))
+            self._open = None
+
+
+def test_html_numbers_match_summary_json(run_dirs: list[Path], report_dir: Path) -> None:
+    collector = CellCollector()
+    collector.feed((report_dir / "index.html").read_text(encoding="utf-8"))
+    for run in run_dirs:
+        summary = json.loads((run / "summary.json").read_text())
+        for metric, _, is_rate in fmt.METRIC_COLUMNS:
+            value, text = collector.cells[(str(run), metric)]
+            assert value == pytest.approx(summary[metric]), (run, metric)
+            expected = fmt.metric_value(summary[metric], is_rate) + " " + fmt.interval(summary["ci95"][metric], is_rate)
+            assert text == expected, (run, metric)
+        for family, stats in summary["per_family"].items():
+            value, text = collector.cells[(str(run), f"family:{family}")]
+            assert value == pytest.approx(stats["success_rate"])
+            assert text.startswith(fmt.pct(stats["success_rate"]) + " [")
+        assert collector.cells[(str(run), "macro_success_rate")][0] == pytest.approx(summary["macro_success_rate"])
+
+
+def test_boards_split_by_env_and_flag_other_data(run_dirs: list[Path], report_dir: Path) -> None:
+    boards = json.loads((report_dir / "leaderboard.json").read_text())["boards"]
+    named = {(b["env"], b["split"], b["variant"]): b for b in boards}
+    for split in ("seen", "unseen"):
+        assert [r["agent"] for r in named[("alfworld", split, 1)]["rows"]] == ["expert", "random"]
+    if OFFICIAL_ARCHIVE.exists():
+        official = named[("alfworld", "unseen", 2)]
+        assert "data_fingerprint" in official["conflicts"]
+        assert all("official" in r["run_dir"] for r in official["rows"])
+    envs = {run.parent.name.split("-")[0] for run in run_dirs}
+    assert envs <= {b["env"] for b in boards}
+    html = (report_dir / "index.html").read_text()
+    assert html.count('data-kind="reported"') >= 2 and "arXiv 2607.14777" in html
+    assert (report_dir / "README.md").read_text().startswith("# seed-gym leaderboard")
+
+
+def test_page_renders_in_headless_chromium(report_dir: Path, tmp_path: Path) -> None:
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    browser, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (browser and driver_path):
+        pytest.skip("Debian chromium + chromium-driver not installed (README set-up command 2 installs them)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in CHROME_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tempfile.mkdtemp(dir=tmp_path)}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(driver_path))
+    try:
+        driver.get((report_dir / "index.html").as_uri())
+        assert driver.title == "seed-gym leaderboard"
+        errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+        assert errors == []
+        measured = driver.find_elements(By.CSS_SELECTOR, "section.board > div.scroll > table.measured")
+        reported = driver.find_elements(By.CSS_SELECTOR, "table.reported")
+        assert measured and reported
+        for table in measured + reported:
+            assert table.is_displayed() and table.size["height"] > 20 and table.size["width"] > 100
+        assert "expert" in measured[0].text and "REPORTED" in reported[0].text
+        height = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(1280, min(height + 40, 12000))
+        shot = tmp_path / "leaderboard.png"
+        driver.save_screenshot(str(shot))
+    finally:
+        driver.quit()
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    OUTPUT_DIR.mkdir(exist_ok=True)
+    stable = OUTPUT_DIR / "leaderboard.png"
+    shutil.copyfile(shot, stable)
+    print(f"\nleaderboard screenshot: {stable} (also {shot})")
+
+
+def test_compare_prints_paired_result(run_dirs: list[Path]) -> None:
+    unseen = {run.name: run for run in run_dirs if run.parent.name == "alfworld-gen-unseen"}
+    random_run, expert_run = unseen["random"], unseen["expert"]
+    won = {}
+    for run in (random_run, expert_run):
+        lines = (run / "episodes.jsonl").read_text().splitlines()
+        won[run] = {r["episode_id"]: r["won"] for r in map(json.loads, lines)}
+    only_a = sum(won[random_run][e] and not won[expert_run][e] for e in won[random_run])
+    only_b = sum(won[expert_run][e] and not won[random_run][e] for e in won[random_run])
+    diff = (sum(won[expert_run].values()) - sum(won[random_run].values())) / len(won[random_run])
+    printed = seed_gym("compare", str(random_run), str(expert_run))
+    assert "paired: B = expert  vs  A = random" in printed
+    assert f"{fmt.signed_pct(diff)} [" in printed
+    assert f"{only_a} / {only_b}" in printed
+    assert "McNemar exact p" in printed and fmt.p_value(mcnemar_exact(only_a, only_b)) in printed
+    assert f"{only_a + only_b} tasks differ" in printed

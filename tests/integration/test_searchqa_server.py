@@ -1,0 +1,171 @@
+"""The retrieval server over HTTP: a real `seed-gym serve retriever` (uvicorn) on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from seed_gym.envs.searchqa import protocol
+from seed_gym.envs.searchqa.data import load_data
+
+pytestmark = pytest.mark.integration
+ENTITIES = 300
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    data = load_data(entities=ENTITIES)
+    data.retriever("bm25s")  # build once here, the server loads it
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "seed_gym.cli", "serve", "retriever", "--entities",
+                                str(ENTITIES), "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               env=dict(os.environ))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):  # wait for startup (not a timed assertion: only a readiness poll)
+            if process.poll() is not None:
+                raise RuntimeError(process.stdout.read().decode() if process.stdout else "server exited")
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield url, data
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def search_r1_client(url: str, queries: list[str], topk: int = 3) -> list[str]:
+    """Written to Search-R1's documented shapes: batch request, `result[i][j]["document"]["contents"]`."""
+    payload = {"queries": queries, "topk": topk, "return_scores": True}
+    results = httpx.post(url + "/retrieve", json=payload, timeout=60).json()["result"]
+    out = []
+    for retrieval in results:
+        reference = ""
+        for idx, doc_item in enumerate(retrieval):
+            content = doc_item["document"]["contents"]
+            title = content.split("\n")[0]
+            text = "\n".join(content.split("\n")[1:])
+            reference += f"Doc {idx + 1}(Title: {title}) {text}\n"
+        out.append(reference)
+    return out
+
+
+def test_health(server) -> None:
+    url, data = server
+    health = httpx.get(url + "/health").json()
+    assert health["status"] == "ok" and health["passages"] == len(data.passages) and health["backend"] == "bm25s"
+
+
+def test_search_r1_client_matches_the_env(server) -> None:
+    url, data = server
+    questions = [q for q in data.questions.values() if q["split"] == "test"][:20]
+    queries = [q["metadata"]["hops"][0]["query"] for q in questions]
+    references = search_r1_client(url, queries)
+    retriever = data.retriever("bm25s")
+    for query, reference, hits in zip(queries, references, retriever.search(queries, 3)):
+        expected = protocol.information_block([data.passages[h.doc_id] for h in hits])
+        assert f"\n\n<information>{reference.strip()}</information>\n\n" == expected
+
+
+def test_scores_and_document_fields(server) -> None:
+    url, data = server
+    query = next(iter(data.questions.values()))["metadata"]["hops"][0]["query"]
+    (row,) = httpx.post(url + "/retrieve", json={"queries": [query], "topk": 2, "return_scores": True}).json()["result"]
+    hits = data.retriever("bm25s").search([query], 2)[0]
+    assert [r["document"]["id"] for r in row] == [h.doc_id for h in hits]
+    assert [r["score"] for r in row] == pytest.approx([h.score for h in hits])
+    doc = row[0]["document"]
+    assert doc["contents"] == f'"{doc["title"]}"\n{doc["text"]}'
+
+
+def test_single_query_form(server) -> None:
+    url, data = server
+    body = httpx.post(url + "/retrieve", json={"query": "capital", "topk": 3, "return_scores": False}).json()
+    assert len(body["result"]) == 1 and len(body["result"][0]) == 3
+    assert set(body["result"][0][0]) == {"id", "contents", "title", "text"}
+    default = httpx.post(url + "/retrieve", json={"queries": ["capital"]}).json()["result"][0]
+    assert len(default) == 3  # the server's default top-k
+
+
+def test_concurrent_requests_each_get_their_own_results(server) -> None:
+    url, data = server
+    retriever = data.retriever("bm25s")
+    hops = [h["query"] for q in data.questions.values() for h in q["metadata"]["hops"]][:256]
+    jobs = [(hops[i:i + 4], 1 + i % 5) for i in range(0, len(hops), 4)]
+
+    def call(job):
+        queries, k = job
+        body = httpx.post(url + "/retrieve", json={"queries": queries, "topk": k, "return_scores": True},
+                          timeout=60).json()
+        return [[d["document"]["id"] for d in row] for row in body["result"]]
+
+    with ThreadPoolExecutor(32) as pool:
+        got = list(pool.map(call, jobs))
+    for (queries, k), ids in zip(jobs, got):
+        assert ids == [[h.doc_id for h in hits] for hits in retriever.search(queries, k)]
+    health = httpx.get(url + "/health").json()
+    assert health["queries"] >= len(hops) and health["batches"] <= health["queries"]
+
+
+@pytest.mark.parametrize("payload, fragment", [
+    ({}, "exactly one of"),
+    ({"queries": ["a"], "query": "b"}, "exactly one of"),
+    ({"queries": []}, "queries"),
+    ({"queries": "not a list"}, "queries"),
+    ({"queries": [1, 2]}, "queries"),
+    ({"queries": ["a"], "topk": 0}, "topk"),
+    ({"queries": ["a"], "topk": 10_000}, "topk"),
+    ({"queries": ["a"], "topk": "3"}, "topk"),
+    ({"query": "x" * 20_000}, "at most"),
+    ({"queries": ["a"], "return_scores": "maybe"}, "return_scores"),
+])
+def test_bad_input_is_422_with_a_message(server, payload, fragment) -> None:
+    url, _ = server
+    response = httpx.post(url + "/retrieve", json=payload)
+    assert response.status_code == 422
+    assert fragment in response.text
+
+
+def test_malformed_json_and_server_survives(server) -> None:
+    url, _ = server
+    response = httpx.post(url + "/retrieve", content=b"{nope", headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert httpx.post(url + "/retrieve", json={"query": "\x00\u2603 the"}).json() == {"result": [[]]}
+    assert httpx.get(url + "/health").status_code == 200
+
+
+def test_env_through_the_server(server) -> None:
+    import seed_gym
+
+    url, data = server
+    local = seed_gym.make("searchqa", entities=ENTITIES)
+    remote = seed_gym.make("searchqa", entities=ENTITIES, server=url)
+    task_id = local.task_set().split("syn_hotpotqa").task_ids[0]
+    query = data.questions[task_id]["metadata"]["hops"][0]["query"]
+    for env in (local, remote):
+        env.reset(options={"task_id": task_id})
+    assert local.step(f"<search>{query}</search>")[0] == remote.step(f"<search>{query}</search>")[0]
+    remote.close()
+
+
+def test_env_with_a_dead_server_fails_clearly() -> None:
+    import seed_gym
+    from seed_gym.core import MissingDataError
+
+    with pytest.raises(MissingDataError, match="no retrieval server"):
+        seed_gym.make("searchqa", entities=ENTITIES, server=f"http://127.0.0.1:{_free_port()}")

@@ -1,0 +1,253 @@
+"""Leaderboards: validation, board grouping, mismatch flags, paired statistics, rendering.
+
+Runs here are small hand-written run directories, so every expected number is computed by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seed_gym.leaderboards.boards import build_boards, split_sort_key
+from seed_gym.leaderboards.compare import compare_runs, mcnemar_exact, paired_bootstrap_ci
+from seed_gym.leaderboards.reference import REFERENCE_ROWS, reference_rows
+from seed_gym.leaderboards.render_html import render_html
+from seed_gym.leaderboards.render_md import render_markdown
+from seed_gym.leaderboards.report import build_report, write_report
+from seed_gym.leaderboards.runs import SubmissionError, load_inputs, load_run, parse_metrics, parse_submission
+from seed_gym.leaderboards.tables import generalization_table
+from seed_gym.records import EpisodeRecord, RunDir, StepRecord
+from seed_gym.scoring import summarize
+
+GOOD_SUBMISSION = {"name": "Team X", "model": "tiny-1", "contact": "x@example.org", "date": "2026-12-01"}
+
+
+def make_run(path: Path, outcomes: list[tuple[str, str, bool]], *, agent: str = "random", split: str = "unseen",
+             env: str = "alfworld", summary: bool = True, planned: int | None = None, **identity) -> Path:
+    """A run directory with one episode per (task id, family, won); each episode has 2 steps."""
+    task_ids = [task_id for task_id, _, _ in outcomes]
+    ident = {"env": env, "env_version": "v1", "env_kwargs": {}, "split": split, "split_fingerprint": f"sha256:{split}fp0000000000",
+             "data_fingerprint": "sha256:data000000000000", "agent": agent, "max_steps": 10, "group": 1,
+             "seed": 0, "tasks": planned or len(outcomes), "tasks_fingerprint": "sha256:tasks00000000000", **identity}
+    run = RunDir(path)
+    run.open(ident, {"task_ids": task_ids, "provenance": {"git_commit": "abc123", "created": "2026-12-01T00:00:00"}})
+    records = [EpisodeRecord(episode_id=f"{tid}#0", task={"id": tid, "split": split, "family": fam, "instruction": ""},
+                             agent=agent, group_index=0, seed=0,
+                             steps=[StepRecord(0, "o", "a", 0.0, False), StepRecord(1, "o", "b", float(won), not won)],
+                             final_observation="", won=won, score=float(won), total_reward=float(won),
+                             status="completed", wall_seconds=0.1) for tid, fam, won in outcomes]
+    run.append(records)
+    if summary:
+        run.write_summary(summarize(records))
+    return path
+
+
+def tasks(pattern: str, family: str = "pick") -> list[tuple[str, str, bool]]:
+    """``"1010"`` -> tasks t0..t3 with won = 1, 0, 1, 0."""
+    return [(f"t{i}", family, c == "1") for i, c in enumerate(pattern)]
+
+
+# -- paired statistics ------------------------------------------------------------------------
+@pytest.mark.parametrize("b, c, expected", [
+    (0, 0, 1.0),
+    (0, 6, 2 / 64),             # 2 * P(X <= 0 | n=6)
+    (1, 5, 2 * 7 / 64),         # 2 * (C(6,0) + C(6,1)) / 2^6
+    (3, 3, 1.0),                # 2 * 42/64 > 1 -> capped
+    (2, 8, 2 * 56 / 1024),      # 2 * (1 + 10 + 45) / 2^10
+])
+def test_mcnemar_exact_matches_hand_values(b: int, c: int, expected: float) -> None:
+    assert mcnemar_exact(b, c) == pytest.approx(expected)
+    assert mcnemar_exact(c, b) == pytest.approx(expected)
+
+
+def test_paired_bootstrap_ci_is_degenerate_for_constant_differences() -> None:
+    assert paired_bootstrap_ci([[1.0], [1.0], [1.0]]) == [1.0, 1.0]
+    low, high = paired_bootstrap_ci([[1.0], [0.0], [-1.0], [0.0]])
+    assert -1.0 <= low < 0.0 < high <= 1.0
+
+
+def test_compare_runs_counts_discordant_pairs_and_lists_differing_tasks(tmp_path: Path) -> None:
+    a = load_run(make_run(tmp_path / "a", tasks("11000"), agent="a"))
+    b = load_run(make_run(tmp_path / "b", tasks("01110"), agent="b"))
+    result = compare_runs(a, b)
+    assert (result.pairs, result.tasks) == (5, 5)
+    assert result.success_a == pytest.approx(0.4) and result.success_b == pytest.approx(0.6)
+    assert result.success_diff == pytest.approx(0.2)
+    assert (result.a_only_won, result.b_only_won) == (1, 2)
+    assert result.p_value == pytest.approx(1.0)  # 2 * (1 + 3) / 8, capped
+    assert [d.task_id for d in result.differing] == ["t0", "t2", "t3"]
+    assert result.success_diff_ci[0] <= 0.2 <= result.success_diff_ci[1]
+
+
+def test_compare_pairs_only_shared_tasks(tmp_path: Path) -> None:
+    a = load_run(make_run(tmp_path / "a", tasks("111"), agent="a"))
+    b = load_run(make_run(tmp_path / "b", tasks("00") + [("t9", "pick", True)], agent="b"))
+    result = compare_runs(a, b)
+    assert (result.tasks, result.only_a, result.only_b) == (2, 1, 1)
+    assert result.success_diff == pytest.approx(-1.0)
+
+
+def test_compare_refuses_runs_with_other_fingerprints_unless_allowed(tmp_path: Path) -> None:
+    a = load_run(make_run(tmp_path / "a", tasks("10")))
+    b = load_run(make_run(tmp_path / "b", tasks("10"), data_fingerprint="sha256:other00000000000"))
+    with pytest.raises(SubmissionError, match="data_fingerprint"):
+        compare_runs(a, b)
+    assert compare_runs(a, b, allow_mismatch=True).mismatches == ["data_fingerprint"]
+
+
+# -- boards -----------------------------------------------------------------------------------
+def test_boards_rank_rows_and_never_mix_fingerprints(tmp_path: Path) -> None:
+    runs = load_inputs([make_run(tmp_path / "r1", tasks("1000"), agent="random"),
+                        make_run(tmp_path / "r2", tasks("1110"), agent="expert"),
+                        make_run(tmp_path / "r3", tasks("1111"), agent="other", max_steps=50)])
+    [section] = build_boards(runs)
+    assert [(b.split, b.variant, b.variants) for b in section.boards] == [("unseen", 1, 2), ("unseen", 2, 2)]
+    main, odd = section.boards
+    assert [row.label for row in main.rows] == ["expert", "random"]
+    assert [row.rank for row in main.rows] == [1, 2]
+    assert [row.label for row in odd.rows] == ["other"]
+    assert main.conflicts == odd.conflicts == ["max_steps"]
+    html = render_html(build_report([tmp_path / "r1", tmp_path / "r2", tmp_path / "r3"]))
+    assert html.count('data-flag="mismatch"') == 2
+
+
+def test_sections_order_splits_seen_unseen_other_train() -> None:
+    assert sorted(["train", "test", "unseen", "seen", "dev"], key=split_sort_key) == \
+        ["seen", "unseen", "dev", "test", "train"]
+
+
+def test_generalization_table_puts_splits_side_by_side(tmp_path: Path) -> None:
+    runs = load_inputs([make_run(tmp_path / "u", tasks("10"), agent="expert"),
+                        make_run(tmp_path / "s", tasks("11"), agent="expert", split="seen"),
+                        make_run(tmp_path / "r", tasks("00"), agent="random", split="seen")])
+    [section] = build_boards(runs)
+    table = generalization_table(section)
+    assert [h.split(" ")[0] for h in table.headers] == ["Submission", "seen", "unseen"]
+    by_label = {row[0].text: row for row in table.rows}
+    assert [c.value for c in by_label["expert"][1:]] == [1.0, 0.5]
+    assert by_label["random"][2].text == "–"
+
+
+def test_family_cells_and_macro_average(tmp_path: Path) -> None:
+    outcomes = [("t0", "heat", True), ("t1", "heat", False), ("t2", "cool", True)]
+    [section] = build_boards(load_inputs([make_run(tmp_path / "r", outcomes)]))
+    [row] = section.boards[0].rows
+    assert {f: c.success_rate for f, c in row.families.items()} == {"cool": 1.0, "heat": 0.5}
+    assert row.summary["macro_success_rate"] == pytest.approx(0.75)
+
+
+# -- validation -------------------------------------------------------------------------------
+def test_parse_submission_lists_every_problem() -> None:
+    submission, problems = parse_submission({"name": "x", "model": "", "date": "02/12/2026", "contcat": "me"}, "s.json")
+    assert submission is None
+    text = "\n".join(problems)
+    assert "missing required field 'contact'" in text
+    assert "'model' must be a non-empty string" in text
+    assert "'date' must be YYYY-MM-DD" in text
+    assert "unknown field(s) 'contcat'" in text
+    assert parse_submission(GOOD_SUBMISSION, "s.json")[0].name == "Team X"
+
+
+def test_parse_metrics_checks_each_line() -> None:
+    points, problems = parse_metrics(['{"update": 5, "split": "seen", "success_rate": 0.5, "loss": 1.5}', "",
+                                      '{"update": -1, "split": "seen", "success_rate": 2}', "nope"], "m.jsonl")
+    assert [(p.update, p.split, p.values["loss"]) for p in points] == [(5, "seen", 1.5)]
+    assert any("line 3: 'update'" in p for p in problems)
+    assert any("line 3: 'success_rate'" in p for p in problems)
+    assert any("line 4: not JSON" in p for p in problems)
+
+
+def test_incomplete_run_and_wrong_summary_are_rejected(tmp_path: Path) -> None:
+    with pytest.raises(SubmissionError, match="incomplete run, 2 of 3"):
+        load_run(make_run(tmp_path / "short", tasks("10"), planned=3))
+    path = make_run(tmp_path / "lying", tasks("10"))
+    stored = json.loads((path / "summary.json").read_text())
+    (path / "summary.json").write_text(json.dumps({**stored, "success_rate": 0.9}))
+    with pytest.raises(SubmissionError, match="success_rate = 0.9 but episodes.jsonl gives 0.5"):
+        load_run(path)
+
+
+def test_broken_submission_errors_name_every_file(tmp_path: Path) -> None:
+    folder = tmp_path / "sub"
+    make_run(folder / "run", tasks("10"), agent="random")
+    (folder / "submission.json").write_text(json.dumps({**GOOD_SUBMISSION, "agent": "expert"}))
+    (folder / "metrics.jsonl").write_text('{"update": 1, "split": "seen"}\n')
+    with pytest.raises(SubmissionError) as error:
+        load_inputs([folder, tmp_path / "missing"])
+    message = str(error.value)
+    assert "submission.json says agent 'expert' but the run was made by 'random'" in message
+    assert "metrics.jsonl line 1: 'success_rate'" in message
+    assert "missing: no such file or folder" in message
+
+
+def test_folder_without_runs_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SubmissionError, match="not a run directory or submission"):
+        load_inputs([tmp_path / "empty"])
+
+
+# -- reference rows and rendering -------------------------------------------------------------
+def test_reference_rows_have_sources_and_known_values() -> None:
+    assert all(row.source and row.tag for row in REFERENCE_ROWS)
+    seed_3b = [r for r in reference_rows("alfworld") if r.method == "SEED" and r.backbone == "Qwen2.5-3B"
+               and r.split == "seen" and not r.families]
+    assert [r.metrics["success_rate"] for r in seed_3b] == [91.8]
+    assert {r.env for r in REFERENCE_ROWS} == {"alfworld", "webshop", "searchqa"}
+    assert reference_rows("Search-QA") == reference_rows("searchqa")
+
+
+def test_report_keeps_reported_rows_apart_and_shows_submission_and_curves(tmp_path: Path) -> None:
+    folder = tmp_path / "sub"
+    make_run(folder / "run", tasks("1101"), agent="random")
+    (folder / "submission.json").write_text(json.dumps(GOOD_SUBMISSION))
+    (folder / "metrics.jsonl").write_text('{"update": 0, "split": "unseen", "success_rate": 0.1}\n'
+                                          '{"update": 5, "split": "unseen", "success_rate": 0.6}\n')
+    files = write_report(build_report([folder]), tmp_path / "out")
+    assert [f.name for f in files] == ["index.html", "README.md", "leaderboard.json"]
+    html = (tmp_path / "out" / "index.html").read_text()
+    assert "<script" not in html and "<link" not in html and "src=" not in html
+    measured, _, reported = html.partition('<table class="reported"')
+    assert "Team X (random)" in measured and 'data-value="0.75"' in measured
+    assert "reported" in reported and "arXiv 2607.14777" in reported and "Team X" not in reported
+    assert "<polyline" in html and "validation success % by update" in html
+    markdown = (tmp_path / "out" / "README.md").read_text()
+    assert "| 1 | Team X (random) | tiny-1 | 4 | 75.0 [" in markdown
+    assert "| reported | SEED | Qwen2.5-3B | 91.8 |" in markdown
+    data = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
+    assert data["boards"][0]["rows"][0]["success_rate"] == 0.75
+
+
+def test_render_markdown_escapes_pipes(tmp_path: Path) -> None:
+    report = build_report([make_run(tmp_path / "r", tasks("1"), agent="kind:a|b")], with_reference=False)
+    assert "kind:a\\|b" in render_markdown(report)
+
+
+def test_cli_builds_and_compares(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from seed_gym.cli import app
+
+    make_run(tmp_path / "runs" / "random", tasks("0010"), agent="random")
+    make_run(tmp_path / "runs" / "expert", tasks("1111"), agent="expert")
+    runner = CliRunner()
+    built = runner.invoke(app, ["leaderboard", "build", str(tmp_path / "runs"), str(tmp_path / "runs" / "expert"),
+                                "--out", str(tmp_path / "out")])
+    assert built.exit_code == 0, built.output
+    assert "2 runs, 1 boards" in built.output and (tmp_path / "out" / "index.html").exists()
+    compared = runner.invoke(app, ["compare", str(tmp_path / "runs" / "random"), str(tmp_path / "runs" / "expert")],
+                             env={"COLUMNS": "200"})
+    assert compared.exit_code == 0, compared.output
+    assert "+75.0 [" in compared.output and "0 / 3" in compared.output and "0.250" in compared.output
+    assert "3 tasks differ" in compared.output
+
+
+def test_bad_metadata_does_not_hide_run_problems(tmp_path: Path) -> None:
+    folder = tmp_path / "sub"
+    make_run(folder / "run", tasks("10"), planned=4)
+    (folder / "submission.json").write_text('{"name": "x",')
+    with pytest.raises(SubmissionError) as error:
+        load_inputs([folder])
+    assert "submission.json: not JSON" in str(error.value)
+    assert "incomplete run, 2 of 4" in str(error.value)

@@ -1,0 +1,98 @@
+"""HTTP tests of the WebShop web app (FastAPI TestClient): routes, sessions, bad input, escaping."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from seed_gym.envs.webshop.env import WebShopEnv
+from seed_gym.envs.webshop.server import create_app
+
+N = 300
+NODE_RE = re.compile(r'<(?:div|a|button)[^>]*class="ws-node[^"]*"[^>]*>(.*?)</(?:div|a|button)>', re.S)
+HREF_RE = re.compile(r'data-click="([^"]*)"[^>]*href="([^"]*)"', re.S)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SEED_GYM_HOME", str(tmp_path_factory.mktemp("home")))
+    yield WebShopEnv(num_products=N, seed=5, expert=True)
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def client(env):
+    return TestClient(create_app(shop=env.shop))
+
+
+def page_text(body: str) -> str:
+    return " [SEP] ".join(t for t in (html.unescape(m) for m in NODE_RE.findall(body)) if t != "")
+
+
+def links(body: str) -> dict[str, str]:
+    return {html.unescape(k): html.unescape(v) for k, v in HREF_RE.findall(body)}
+
+
+def test_scripted_episode_matches_text_env(env, client):
+    obs, info = env.reset(options={"task_id": "fixed_3"})
+    response = client.get("/fixed_3-ep1")
+    assert response.status_code == 200 and page_text(response.text) == obs
+    while True:
+        action = info["expert_action"]
+        obs, reward, term, _, info = env.step(action)
+        arg = action[action.index("[") + 1:-1]
+        if action.startswith("search["):
+            response = client.post("/fixed_3-ep1", data={"search_query": arg})
+        else:
+            response = client.get(links(response.text)[arg])
+        assert response.status_code == 200
+        assert page_text(response.text) == obs
+        if term:
+            break
+    assert reward == 1.0 and 'data-reward="1.0"' in response.text
+    state = client.get("/api/fixed_3-ep1/state").json()
+    assert state["done"] and state["reward"] == 1.0
+
+
+def test_sessions_are_per_episode(client, env):
+    client.get("/fixed_0-a")
+    client.get("/fixed_1-b")
+    client.post("/fixed_0-a", data={"search_query": "tea"})
+    assert client.get("/api/fixed_0-a/state").json()["page"] == "results"
+    assert client.get("/api/fixed_1-b/state").json()["page"] == "start"
+    assert client.get("/api/fixed_1-b/state").json()["goal"] == env.shop.goal("fixed_1")["instruction_text"]
+
+
+def test_root_redirects_to_a_new_session(client):
+    response = client.get("/", follow_redirects=False)
+    assert response.status_code == 303 and re.fullmatch(r"/[0-9a-f]{32}", response.headers["location"])
+
+
+def test_html_in_search_terms_is_escaped(client):
+    evil = '<script>window.pwned=1</script><img src=x onerror="alert(1)">'
+    response = client.post("/fixed_2-x", data={"search_query": evil})
+    assert response.status_code == 200
+    assert "<script>window.pwned" not in response.text and "<img src=x" not in response.text
+    assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in response.text
+
+
+@pytest.mark.parametrize("query", ["x" * 100_000, "ünïcödé 日本語 ☃", "a/b/c", "  ", "%2F..%2F", "\x00\x1f"])
+def test_bad_search_input_never_breaks_the_server(client, query):
+    response = client.post("/fixed_4-bad", data={"search_query": query})
+    assert response.status_code == 200
+    assert client.get("/fixed_4-bad").status_code == 200
+
+
+def test_bad_urls_are_client_errors(client):
+    assert client.get("/item_page/fixed_0-z/NOPE/tea/1/%7B%7D").status_code == 404
+    assert client.get("/item_sub_page/fixed_0-z/NOPE/tea/1/secret/%7B%7D").status_code == 404
+    assert client.get("/fixed_99999999").status_code == 404
+    assert client.get("/search_results/fixed_0-z/tea/notanumber").status_code == 422
+    # malformed options are ignored, not errors
+    asin = next(iter(client.app.state.shop.products))
+    assert client.get(f"/item_page/fixed_0-z/{asin}/tea/1/%7Bbroken").status_code == 200
+    assert client.get(f"/done/fixed_0-z/{asin}/%5B1%2C2%5D").status_code == 200
