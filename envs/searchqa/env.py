@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import time
+
 from typing import Any, ClassVar
 
 from seed_gym.core import MissingDataError, StepOutcome, TaskInfo, TextEnv, UnknownTaskError
@@ -26,6 +28,9 @@ from seed_gym.tasks import TaskSet
 MAX_QUERY_CHARS = 2000
 SEARCH_LIMIT_MESSAGE = "\nThe search limit is reached: no more searches. Give the final answer now.\n"
 
+
+#: Tries per retrieval request to a server (verl-agent uses 10 with a 60 s timeout).
+SERVER_ATTEMPTS = 5
 
 class SearchQAEnv(TextEnv):
     env_id: ClassVar[str] = "searchqa"
@@ -92,8 +97,19 @@ class SearchQAEnv(TextEnv):
 
         if self._client is None:
             self._client = httpx.Client(base_url=self.server.rstrip("/"), timeout=60.0)
-        response = self._client.post("/retrieve", json={"queries": queries, "topk": self.topk,
-                                                        "return_scores": False})
+        payload = {"queries": queries, "topk": self.topk, "return_scores": False}
+        for attempt in range(SERVER_ATTEMPTS):
+            # Retry what a busy or restarting server does (5xx, dropped connections), with
+            # backoff; a 4xx is our bug and raises at once. If every try fails the rollout engine
+            # records the episode as an error and retries it, so nothing is silently lost.
+            try:
+                response = self._client.post("/retrieve", json=payload)
+                if response.status_code < 500:
+                    break
+            except httpx.TransportError:
+                if attempt == SERVER_ATTEMPTS - 1:
+                    raise
+            time.sleep(min(8.0, 0.5 * 2 ** attempt))
         response.raise_for_status()
         return [[doc["contents"] for doc in docs] for docs in response.json()["result"]]
 

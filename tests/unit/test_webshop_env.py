@@ -12,11 +12,8 @@ N = 300
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("SEED_GYM_HOME", str(tmp_path_factory.mktemp("home")))
-    yield WebShopEnv(num_products=N, seed=5, expert=True)
-    mp.undo()
+def env():
+    return WebShopEnv(num_products=N, seed=5, expert=True)  # tests/conftest.py isolates the cache
 
 
 def play_expert(env, task_id):
