@@ -28,6 +28,16 @@ def fingerprint_json(value: object) -> str:
     return fingerprint([json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)])
 
 
+def hashed_order(task_ids: Iterable[str]) -> tuple[str, ...]:
+    """A fixed order that mixes families: by a hash of each id, the same on every machine.
+
+    Ids usually sort by family (``pick_and_place-...``, ``syn_nq-...``), so an alphabetical
+    prefix (``-n 20``) would be all one family; every prefix of this order is a fair sample.
+    Use it where the benchmark itself fixes no order (WebShop's goal order, say, it does).
+    """
+    return tuple(sorted(task_ids, key=lambda tid: (hashlib.sha256(tid.encode()).hexdigest(), tid)))
+
+
 @dataclass(frozen=True)
 class Split:
     """An ordered list of task ids with a fingerprint of their content.

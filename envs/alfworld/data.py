@@ -26,7 +26,7 @@ from pathlib import Path
 
 from seed_gym.core import MissingDataError, UnknownTaskError
 from seed_gym.progress import reporter_for
-from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json
+from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json, hashed_order
 
 SPLIT_DIRS = {"train": "train", "seen": "valid_seen", "unseen": "valid_unseen"}
 SPLIT_ALIASES = {"valid_seen": "seen", "valid_unseen": "unseen", "eval_in_distribution": "seen",
@@ -76,18 +76,14 @@ def _game_dirs(split_dir: Path) -> Iterator[Path]:
 
 @lru_cache(maxsize=64)
 def collect_split(root: Path, split_dir_name: str) -> tuple[str, ...]:
-    """Task ids of the solvable games in one split folder (cached per process).
-
-    The order is fixed by a hash of each id, not alphabetical: ids sort by task type, so an
-    alphabetical prefix (``-n 20``) would be all one family; a hashed order makes every prefix a
-    fair sample while staying the same on every machine and for every run seed.
-    """
+    """Task ids of the solvable games in one split folder (cached per process), in
+    :func:`~seed_gym.tasks.hashed_order` so that every prefix mixes the six task types."""
     split_dir = root / split_dir_name
     if not split_dir.is_dir():
         return ()
     ids = [f"{split_dir_name}/{d.relative_to(split_dir).as_posix()}"
            for d in _game_dirs(split_dir) if _is_collectable(d)]
-    return tuple(sorted(ids, key=lambda tid: (hashlib.sha256(tid.encode()).hexdigest(), tid)))
+    return hashed_order(ids)
 
 
 def game_content_hash(root: Path, task_id: str) -> str:

@@ -34,7 +34,7 @@ from typing import Any
 
 from seed_gym.core import MissingDataError
 from seed_gym.progress import reporter_for
-from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json
+from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json, hashed_order
 
 DEFAULT_ENTITIES = 10_000
 TEST_SPLIT_NAMES = ("test", "dev", "validation", "valid")
@@ -177,7 +177,11 @@ class QAData:
             return fingerprint_json([q["question"], q["golden_answers"], q["data_source"]])
 
         families = {qid: q["data_source"] for qid, q in self.questions.items()}
-        splits = {name: Split(name, tuple(ids), content_hash, families) for name, ids in by_split.items()}
+        # Splits that mix sources get a hashed order (every -n prefix covers the sources);
+        # a per-source split keeps its file order, as the datasets are usually cited.
+        mixed = {"train", "test", "seen", "unseen"}
+        splits = {name: Split(name, hashed_order(ids) if name in mixed else tuple(ids), content_hash, families)
+                  for name, ids in by_split.items()}
         data_fp = fingerprint([self.corpus_fingerprint, *(s.fingerprint for s in splits.values())])
         return TaskSet(splits, data_fp, default_split=default_split if default_split in splits else "test",
                        aliases={"dev": "test", "valid": "test"})

@@ -33,7 +33,8 @@ def test_flashrag_jsonl_and_corpus(tmp_path: Path) -> None:
     assert env.data.passages["2"] == '"Seine"\nThe Seine is a river that flows through Paris.'
     split = env.task_set().split("test")
     assert len(split) == 2
-    obs, info = env.reset(options={"task_id": split.task_ids[0]})
+    france = next(t for t in split.task_ids if env.data.questions[t]["question"].startswith("what is the capital"))
+    obs, info = env.reset(options={"task_id": france})
     assert obs.endswith("Question: what is the capital of france?\n")
     obs, *_ = env.step("<search> capital of France </search>")
     assert 'Doc 1(Title: "Paris") Paris is the capital' in obs
