@@ -140,9 +140,20 @@ class WebShopBrowserEnv(WebShopBase):
         from selenium.webdriver.support import expected_conditions
         from selenium.webdriver.support.ui import WebDriverWait
 
+        from selenium.common.exceptions import WebDriverException
+
         old = self.driver.find_element("tag name", "html")
         element.click()
-        WebDriverWait(self.driver, 60).until(expected_conditions.staleness_of(old))
+
+        def replaced(_: Any) -> bool:
+            # Chromium reports a node of the unloaded page either as stale or, mid-navigation,
+            # as "Node with given id does not belong to the document": both mean it is gone.
+            try:
+                return bool(expected_conditions.staleness_of(old)(self.driver))
+            except WebDriverException:
+                return True
+
+        WebDriverWait(self.driver, 60).until(replaced)
         WebDriverWait(self.driver, 60).until(
             lambda d: d.execute_script("return document.readyState") == "complete")
 
