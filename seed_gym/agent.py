@@ -64,6 +64,16 @@ class Agent:
     def end(self, episode_ids: Sequence[str]) -> None:
         """Episodes finished; drop their state."""
 
+    def bind_env(self, env_id: str) -> None:
+        """Called once before the first episode with the env id, so an agent can pick env-specific
+        behaviour (a model agent's prompt template and parser)."""
+
+    def identity(self) -> dict[str, Any]:
+        """What, beyond the spec, decides this agent's actions (prompt template sha, sampling,
+        model fingerprint). It joins the run identity, so a resumed run never mixes two agents.
+        Must be cheap: no model is loaded for it."""
+        return {}
+
     def close(self) -> None:
         """Release backends (model weights, HTTP clients, servers)."""
 
@@ -116,11 +126,14 @@ class AgentSpec:
         return re.sub(r"[^\w.=-]+", "_", str(self)).strip("_")
 
 
-#: Agent kinds -> "module:Class". Model backends (hf, vllm, openai) are added by agents/ later.
+#: Agent kinds -> "module:Class".
 AGENT_KINDS: dict[str, str] = {
     "random": "seed_gym.agents.scripted:RandomAgent",
     "expert": "seed_gym.agents.scripted:ExpertAgent",
     "human": "seed_gym.agents.scripted:HumanAgent",
+    "hf": "seed_gym.agents.model:HFAgent",
+    "vllm": "seed_gym.agents.model:VLLMAgent",
+    "openai": "seed_gym.agents.model:OpenAIAgent",
 }
 
 

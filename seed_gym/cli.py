@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "seed_gym.envs.webshop.cli",
     "seed_gym.envs.searchqa.cli",
     "seed_gym.leaderboards.cli",
+    "seed_gym.agents.cli",
 )
 
 console = Console()

@@ -50,9 +50,12 @@ class PreparedRun:
 
 
 def prepare(config: EvalConfig) -> PreparedRun:
-    """Resolve everything a run's identity depends on, without playing anything."""
+    """Resolve everything a run's identity depends on, without playing anything (nor loading a model)."""
     agent_spec = AgentSpec.parse(config.agent)
     needs_expert = agent_class(agent_spec).requires_expert
+    agent = make_agent(agent_spec, seed=config.seed)
+    agent.bind_env(config.env)
+    agent_identity = agent.identity()
     env_kwargs = dict(config.env_kwargs)
     if config.max_steps is not None:
         env_kwargs["max_steps"] = config.max_steps
@@ -68,8 +71,11 @@ def prepare(config: EvalConfig) -> PreparedRun:
         "max_steps": probe.max_steps, "group": config.group, "seed": config.seed,
         "tasks": len(task_ids), "tasks_fingerprint": fingerprint(task_ids),
     }
+    if agent_identity:  # scripted agents add nothing, so their existing runs stay resumable
+        identity["agent_config"] = agent_identity
     describe = getattr(probe, "describe", None)
-    extra = {"env_description": describe() if describe else {}, "task_ids": task_ids,
+    extra = {"env_description": describe() if describe else {}, "agent_description": agent.describe(),
+             "task_ids": task_ids,
              "provenance": provenance()}
     probe.close()
     if needs_expert:
@@ -96,6 +102,7 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
     started = time.perf_counter()
     if todo:
         agent = make_agent(config.agent, seed=config.seed)
+        agent.bind_env(config.env)
         num_slots = min(len(todo), max(1, config.workers) * max(1, config.envs_per_worker))
 
         def persist(records: list[Any]) -> None:

