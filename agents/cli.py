@@ -21,7 +21,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
     def model_init(
         out: Path = typer.Option(..., help="Folder to write the model and tokenizer into."),
         size: str = typer.Option("tiny", help="tiny (~1M parameters) or small (~5M)."),
-        seed: int = typer.Option(0, help="Seed for the tokenizer corpus and the weights."),
+        seed: int = typer.Option(0, help="Seed of the weights (every seed of a size shares one tokenizer)."),
     ) -> None:
         """Build a tiny Llama-style model and a BPE tokenizer trained on env text, offline."""
         from seed_gym.agents.tiny import build_tiny_model, describe_model
@@ -39,6 +39,8 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         dtype: str = typer.Option("auto", help="float32, bfloat16 or auto (bf16 on GPU, fp32 on CPU)."),
         device: str = typer.Option("auto", help="cpu, cuda or auto."),
         batch_size: int = typer.Option(32, help="Most prompts per generate call."),
+        batch_window_ms: float = typer.Option(5.0, help="How long to gather concurrent requests into one batch."),
+        max_tokens_limit: int = typer.Option(4096, help="Largest max_tokens a request may ask for."),
     ) -> None:
         """Serve a checkpoint as an OpenAI-compatible /v1/chat/completions and /v1/completions API."""
         from seed_gym.agents.backends.hf import HFBackend
@@ -47,7 +49,9 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         backend = HFBackend(model, dtype=dtype, device=device, batch_size=batch_size)
         model_name = name or model.resolve().name
         console.print(f"serving {model} as {model_name!r} on http://{host}:{port}/v1")
-        serve(create_app(backend, model_name=model_name), host=host, port=port)
+        app = create_app(backend, model_name=model_name, max_tokens_limit=max_tokens_limit,
+                         batch_window_s=batch_window_ms / 1000, max_batch=batch_size)
+        serve(app, host=host, port=port)
 
     @bench_app.command("agent")
     def bench_agent(

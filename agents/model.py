@@ -158,13 +158,16 @@ class ModelAgent(Agent):
     def _agent_action(self, prompt: list[dict[str, str]], generation: Generation,
                       parsed: ParsedResponse) -> AgentAction:
         assert self.template is not None
-        prompt_text = "\n\n".join(m["content"] for m in prompt)
+        prompt_text = prompt[-1]["content"]  # the user turn; a template's system text is in meta
         meta: dict[str, Any] = {
             "template": self.template.id, "template_sha": self.template.sha, "prompt_sha": sha16(prompt_text),
             "prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,
             "finish_reason": generation.finish_reason, "parse_flags": list(parsed.flags),
-            "latency_s": generation.meta.get("batch_seconds"), "batch_size": generation.meta.get("batch_size"),
+            "latency_s": generation.meta.get("latency_s", generation.meta.get("batch_seconds")),
+            "batch_size": generation.meta.get("batch_size"),
         }
+        if self.template.system:
+            meta["system"] = self.template.system
         if self.options.logprobs:
             meta["token_ids"] = generation.token_ids
             meta["logprobs"] = generation.logprobs

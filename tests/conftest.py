@@ -32,3 +32,13 @@ def official_alfworld(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with tarfile.open(OFFICIAL_ARCHIVE) as archive:
         archive.extractall(root, filter="data")
     return root / "json_2.1.1"
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny offline model (seed 0, size ``tiny``), built once per session into a temp folder
+    from the env corpus (a few seconds; nothing is downloaded or cached across sessions)."""
+    pytest.importorskip("transformers", reason="the tiny model needs torch and transformers (the [hf] extra)")
+    from seed_gym.agents.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model") / "model", seed=0, size="tiny")

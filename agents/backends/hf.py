@@ -86,11 +86,30 @@ class HFBackend:
         self.dtype = pick_dtype(torch, dtype, self.device)
         self.batch_size = max(1, int(batch_size))
         self.score_chunk_tokens = score_chunk_tokens
-        self.tokenizer = load_tokenizer(self.path)
-        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+        tokenizer = load_tokenizer(self.path)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
             str(self.path), dtype=self.dtype, local_files_only=True).to(self.device)
-        self.model.eval()
-        self.max_model_len = int(max_model_len or getattr(self.model.config, "max_position_embeddings", 2048))
+        model.eval()
+        self._attach(model, tokenizer, max_model_len)
+
+    @classmethod
+    def wrap(cls, model: Any, tokenizer: Any, *, path: str | Path = "<in memory>", batch_size: int = 32,
+             score_chunk_tokens: int = 16384) -> "HFBackend":
+        """A backend over an already loaded model, sharing its weights: a trainer's rollouts and
+        its analyzer then always use the current parameters (no copy, no reload)."""
+        backend = cls.__new__(cls)
+        backend.path = Path(path)
+        backend.batch_size = max(1, int(batch_size))
+        backend.score_chunk_tokens = score_chunk_tokens
+        parameter = next(model.parameters())
+        backend.device, backend.dtype = str(parameter.device), parameter.dtype
+        tokenizer.padding_side = "left"
+        backend._attach(model, tokenizer, None)
+        return backend
+
+    def _attach(self, model: Any, tokenizer: Any, max_model_len: int | None) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.max_model_len = int(max_model_len or getattr(model.config, "max_position_embeddings", 2048))
         self.eos_ids = self._eos_ids()
         self.calls = 0
 
@@ -141,9 +160,15 @@ class HFBackend:
         encoded = [self._encode(t)[-room:] for t in texts]  # left-truncate: the newest context matters
         batch = self.tokenizer.pad({"input_ids": encoded}, padding=True, return_tensors="pt").to(self.device)
         started = time.perf_counter()
-        with torch.no_grad(), torch.random.fork_rng(devices=[] if self.device == "cpu" else None):
-            torch.manual_seed(params.seed)
-            sequences = self.model.generate(**batch, **self._generate_kwargs(params))
+        was_training = self.model.training
+        self.model.eval()  # a trainer may share this model; generation never uses dropout
+        try:
+            with torch.no_grad(), torch.random.fork_rng(devices=[] if self.device == "cpu" else None):
+                torch.manual_seed(params.seed)
+                criteria = self._stop_criteria(batch["input_ids"].shape[1], params.stop)
+                sequences = self.model.generate(**batch, **self._generate_kwargs(params), stopping_criteria=criteria)
+        finally:
+            self.model.train(was_training)
         elapsed = time.perf_counter() - started
         new_tokens = sequences[:, batch["input_ids"].shape[1]:].tolist()
         rows = [self._finish_row(tokens, len(prompt), params) for tokens, prompt in zip(new_tokens, encoded)]
@@ -165,9 +190,13 @@ class HFBackend:
             kwargs.update(temperature=None, top_p=None, top_k=None)
         else:
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k or None)
-        if params.stop:
-            kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
         return kwargs
+
+    def _stop_criteria(self, prompt_width: int, stop: Sequence[str]) -> Any:
+        _, transformers = import_torch_transformers()
+        if not stop:
+            return transformers.StoppingCriteriaList()
+        return transformers.StoppingCriteriaList([_StopOnGenerated(self.tokenizer, prompt_width, stop)])
 
     def _finish_row(self, tokens: list[int], prompt_len: int, params: SamplingParams) -> Generation:
         kept: list[int] = []
@@ -192,3 +221,22 @@ class HFBackend:
 
         return continuation_logprobs(self.model, prompt_ids, continuations,
                                      pad_id=self.tokenizer.pad_token_id, chunk_tokens=self.score_chunk_tokens)
+
+
+class _StopOnGenerated:
+    """Ends a row once its *generated* text contains a stop string.
+
+    transformers' own ``stop_strings`` also match across the prompt boundary (a prompt ending in
+    ``"\n"`` with stop ``"\n\n"`` stops after one new token), so only new tokens are read here:
+    the last few of them, enough to hold the longest stop string, since each step adds one token."""
+
+    def __init__(self, tokenizer: Any, prompt_width: int, stop: Sequence[str]) -> None:
+        self.tokenizer, self.prompt_width = tokenizer, prompt_width
+        self.stop = [s for s in stop if s]
+        self.window = max(len(s) for s in self.stop) + 2
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        torch, _ = import_torch_transformers()
+        tails = input_ids[:, max(self.prompt_width, input_ids.shape[1] - self.window):].tolist()
+        texts = self.tokenizer.batch_decode(tails, skip_special_tokens=True)
+        return torch.tensor([any(s in text for s in self.stop) for text in texts], device=input_ids.device)

@@ -1,0 +1,120 @@
+"""Episode records -> training samples: one sample per env step.
+
+This is the only door from the harness into training: every algorithm (SFT, GRPO, OPSD, SDAR,
+SEED) reads :class:`~seed_gym.records.EpisodeRecord` objects — the same ones evaluation writes —
+and turns them into :class:`StepSample` objects here.
+
+Rules:
+
+* A sample is the prompt the policy saw at that step (chat messages, rebuilt from the record) and
+  the response tokens it sampled. The record keeps the sampled token ids when the agent ran with
+  ``@logprobs=1`` (training always does); otherwise the response text is re-tokenised, plus EOS
+  when the generation ended by stopping.
+* The reward of a step sample is the episode reward (``RewardSpec.scale`` x won — ALFWorld and
+  WebShop 10, Search-QA 1, i.e. EM) minus ``RewardSpec.penalty`` when that step's response was
+  format-invalid (seed-method.md §3). ``group_id`` is the task id: GRPO normalises over all step
+  samples of a task.
+* Error records (the env failed) carry no steps and give no samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seed_gym.agents.prompts import EpisodeView, PromptBuilder
+from seed_gym.records import EpisodeRecord, StepRecord
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    scale: float
+    penalty: float
+
+
+#: Episode reward scale and per-step format penalty per env (seed-method.md §3).
+REWARDS: dict[str, RewardSpec] = {
+    "alfworld": RewardSpec(10.0, 0.1),
+    "webshop": RewardSpec(10.0, 0.1),
+    "webshop-browser": RewardSpec(10.0, 0.1),
+    "searchqa": RewardSpec(1.0, 0.01),
+}
+
+
+def reward_spec(env_id: str) -> RewardSpec:
+    return REWARDS.get(env_id, RewardSpec(1.0, 0.1))
+
+
+@dataclass
+class StepSample:
+    messages: list[dict[str, str]]
+    response_ids: list[int]
+    episode_id: str
+    group_id: str
+    reward: float
+    valid_format: bool = True
+    family: str = ""
+    step: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def prompt_text(self) -> str:
+        return self.messages[-1]["content"]
+
+
+def step_messages(step: StepRecord) -> list[dict[str, str]]:
+    if step.prompt is None:
+        raise ValueError("this record kept only prompt hashes (record_prompt=hash); training needs full prompts")
+    system = step.meta.get("system")
+    return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": step.prompt}]
+
+
+def response_ids(step: StepRecord, tokenizer: Any) -> list[int]:
+    ids = step.meta.get("token_ids")
+    if ids is not None:
+        return list(ids)
+    ids = tokenizer(step.response or "", add_special_tokens=False)["input_ids"]
+    if step.meta.get("finish_reason") == "stop" and tokenizer.eos_token_id is not None:
+        ids.append(tokenizer.eos_token_id)
+    return ids
+
+
+def episode_reward(record: EpisodeRecord, spec: RewardSpec) -> float:
+    return spec.scale * float(record.won)
+
+
+def samples_from_records(records: Iterable[EpisodeRecord], tokenizer: Any, spec: RewardSpec) -> list[StepSample]:
+    """Model-agent records (prompts and responses recorded) -> RL step samples."""
+    samples = []
+    for record in records:
+        reward = episode_reward(record, spec)
+        for step in record.steps:
+            samples.append(StepSample(
+                messages=step_messages(step), response_ids=response_ids(step, tokenizer),
+                episode_id=record.episode_id, group_id=record.task["id"],
+                reward=reward - (0.0 if step.valid_format else spec.penalty),
+                valid_format=step.valid_format, family=record.task.get("family", ""), step=step.t))
+    return samples
+
+
+def rebuilt_prompts(record: EpisodeRecord, builder: PromptBuilder,
+                    responses: Sequence[str] | None = None) -> list[list[dict[str, str]]]:
+    """The prompts a model agent with ``builder``'s template would have seen along this episode.
+
+    Works for any record (scripted agents keep no prompts): it replays the history window from the
+    recorded observations, actions and admissible actions — how expert trajectories become SFT
+    data. ``responses`` (one per step) stand in for the model's text in history items that show it
+    (Search-R1 transcripts); by default the recorded response, else the action."""
+    first = record.steps[0].observation if record.steps else ""
+    episode = EpisodeView(str(record.task.get("instruction", "")), first, [])
+    prompts = []
+    for index, step in enumerate(record.steps):
+        prompts.append(builder.build(episode, step.observation, step.admissible_actions))
+        said = responses[index] if responses is not None else (step.response or step.action)
+        episode.steps.append((step.observation, step.action, said))
+    return prompts
+
+
+def group_of(samples: Sequence[StepSample]) -> list[str]:
+    return [s.group_id for s in samples]

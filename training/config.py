@@ -1,0 +1,140 @@
+"""Training configuration: one typed, validated object per run, from defaults, a file and overrides.
+
+Precedence: the algorithm's defaults (seed-method.md §9: the paper's settings) < a TOML/JSON config
+file (``--config``) < ``--set key=value`` overrides. The resolved config is written to
+``OUT/config.json`` and a resumed run must match it (except ``updates``, which may grow).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from seed_gym.core import SeedGymError
+
+ALGOS = ("sft", "grpo", "opsd", "grpo-opsd", "sdar", "seed", "skill-sd")
+
+
+class ConfigError(SeedGymError, ValueError):
+    pass
+
+
+#: Step caps per env for RL (seed-method.md §9: SEED uses 30 / 15 / 4).
+RL_MAX_STEPS = {"alfworld": 30, "webshop": 15, "webshop-browser": 15, "searchqa": 4}
+#: Tasks per update (A/W/S: 16 / 16 / 128).
+RL_TASKS = {"alfworld": 16, "webshop": 16, "webshop-browser": 16, "searchqa": 128}
+
+
+class TrainConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    algo: Literal["sft", "grpo", "opsd", "grpo-opsd", "sdar", "seed", "skill-sd"]
+    env: str
+    model: str
+    out: str
+    seed: int = 0
+    updates: int = 150
+    # -- rollouts
+    tasks_per_update: Optional[int] = None  # env default (RL_TASKS)
+    group: int = 8
+    max_steps: Optional[int] = None         # env default for RL (RL_MAX_STEPS)
+    train_split: str = "train"
+    temperature: float = 1.0
+    max_new_tokens: int = 512
+    history: Optional[int] = None           # the prompt template's default
+    projection: str = "exact"
+    env_args: dict[str, Any] = {}
+    env_backend: str = "process"
+    workers: int = 2
+    # -- optimisation
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    micro_batch: int = 16
+    mini_batches: int = 1
+    dtype: str = "float32"
+    device: str = "auto"
+    max_prompt_tokens: int = 2048
+    # -- losses (LossConfig presets fill what is None)
+    clip: float = 0.2
+    kl_coef: Optional[float] = None
+    opd_coef: Optional[float] = None
+    gate_beta: Optional[float] = None
+    pg_coef: Optional[float] = None
+    # -- skills
+    analyzer: Literal["policy", "rule", "openai"] = "policy"
+    analyzer_url: Optional[str] = None
+    analyzer_model: Optional[str] = None
+    skill_bank: Optional[str] = None
+    # -- SFT
+    sft_data: Literal["expert", "skills"] = "expert"
+    sft_tasks: int = 400
+    sft_epochs: int = 3
+    sft_lr: float = 1e-5
+    sft_batch: int = 16
+    # -- bookkeeping
+    eval_every: int = 5
+    eval_splits: list[str] = ["seen", "unseen"]
+    eval_n: Optional[int] = 128
+    eval_temperature: float = 0.4
+    eval_max_steps: Optional[int] = None
+    save_every: int = 1
+    keep_checkpoints: int = 2
+
+    @field_validator("updates", "group", "micro_batch", "mini_batches", "save_every", "sft_epochs", "sft_batch")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be >= 1")
+        return value
+
+    def rl_max_steps(self) -> int:
+        return self.max_steps or RL_MAX_STEPS.get(self.env, 30)
+
+    def rl_tasks(self) -> int:
+        return self.tasks_per_update or RL_TASKS.get(self.env, 16)
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must share with the run it resumes."""
+        return self.model_dump(exclude={"updates", "eval_every", "save_every", "keep_checkpoints", "workers"})
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"bad override {text!r}; use key=value")
+    try:
+        parsed: Any = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value  # a bare string
+    return key.strip(), parsed
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    try:
+        return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError(f"config file {path} does not parse: {error}") from None
+
+
+def build_config(base: dict[str, Any], file: str | Path | None = None, overrides: list[str] = ()) -> TrainConfig:
+    data = dict(base)
+    if file:
+        data.update(load_config_file(file))
+    for text in overrides:
+        key, value = parse_override(text)
+        data[key] = value
+    try:
+        return TrainConfig(**data)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise ConfigError(f"bad training config: {problems}") from None

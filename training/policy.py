@@ -1,0 +1,90 @@
+"""The trainable policy: one causal LM + its tokenizer, and the views of it training needs.
+
+* ``backend()`` — an :class:`~seed_gym.agents.backends.hf.HFBackend` sharing these weights, so
+  rollouts and the self-evolving analyzer always use the current parameters.
+* ``logprobs(...)`` — teacher-forced log-probs of response tokens (differentiable or not), the
+  single computation behind student, old-policy, reference and teacher log-probs.
+* ``save(dir)`` — ``save_pretrained`` of model and tokenizer: a checkpoint is a model folder any
+  agent (``hf:DIR``, ``vllm:DIR``, ``seed-gym serve policy --model DIR``) loads directly.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from seed_gym.agents.backends.hf import HFBackend, import_torch_transformers, load_tokenizer, pick_device, pick_dtype, render_prompt
+from seed_gym.agents.backends.scoring import chunk_rows, forward_logprobs, pack_left
+from seed_gym.agents.checkpoints import resolve_model_dir
+
+
+class Policy:
+    def __init__(self, model: Any, tokenizer: Any, *, path: str | Path = "<in memory>",
+                 max_prompt_tokens: int = 2048) -> None:
+        self.model, self.tokenizer, self.path = model, tokenizer, Path(path)
+        self.max_prompt_tokens = max_prompt_tokens
+
+    @classmethod
+    def load(cls, path: str | Path, *, dtype: str = "float32", device: str = "auto",
+             max_prompt_tokens: int = 2048) -> "Policy":
+        torch, transformers = import_torch_transformers()
+        folder = resolve_model_dir(path)
+        device = pick_device(torch, device)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(folder), dtype=pick_dtype(torch, dtype, device), local_files_only=True).to(device)
+        return cls(model, load_tokenizer(folder), path=folder, max_prompt_tokens=max_prompt_tokens)
+
+    @property
+    def device(self) -> Any:
+        return next(self.model.parameters()).device
+
+    def frozen_copy(self) -> "Policy":
+        """A reference model for the KL term: same weights now, never updated."""
+        model = copy.deepcopy(self.model).eval()
+        for parameter in model.parameters():
+            parameter.requires_grad_(False)
+        return Policy(model, self.tokenizer, path=self.path, max_prompt_tokens=self.max_prompt_tokens)
+
+    def backend(self, batch_size: int = 32) -> HFBackend:
+        return HFBackend.wrap(self.model, self.tokenizer, path=self.path, batch_size=batch_size)
+
+    def encode_prompt(self, messages: Sequence[dict[str, str]] | str) -> list[int]:
+        """Prompt tokens exactly as generation rendered them (chat template, assistant turn open),
+        left-truncated to ``max_prompt_tokens`` like the backend does."""
+        text = render_prompt(self.tokenizer, messages)
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"][-self.max_prompt_tokens:]
+
+    def encode_text(self, text: str, *, eos: bool = False) -> list[int]:
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return ids + [self.tokenizer.eos_token_id] if eos else ids
+
+    def logprobs(self, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]], *,
+                 grad: bool) -> tuple[Any, Any]:
+        """``[B, L]`` log-probs of each response (right-aligned) and the matching mask."""
+        torch, _ = import_torch_transformers()
+        batch = pack_left(prompt_ids, response_ids, self.tokenizer.pad_token_id, self.device)
+        with torch.set_grad_enabled(grad):
+            return forward_logprobs(self.model, batch), batch.continuation_mask
+
+    def logprobs_chunked(self, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]],
+                         chunk_tokens: int = 16384) -> list[Any]:
+        """No-grad log-probs row by row (1-D tensors), computed in memory-bounded chunks."""
+        torch, _ = import_torch_transformers()
+        out: list[Any] = [None] * len(prompt_ids)
+        lengths = [len(p) + len(r) for p, r in zip(prompt_ids, response_ids)]
+        with torch.no_grad():
+            for group in chunk_rows(lengths, chunk_tokens):
+                values, _ = self.logprobs([prompt_ids[i] for i in group], [response_ids[i] for i in group], grad=False)
+                for row, index in enumerate(group):
+                    n = len(response_ids[index])
+                    out[index] = values[row, values.shape[1] - n:].detach().cpu() if n else torch.zeros(0)
+        return out
+
+    def save(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(str(folder))
+        self.tokenizer.save_pretrained(str(folder))
+        return folder

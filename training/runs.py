@@ -1,0 +1,100 @@
+"""The files of a training run, and resuming it.
+
+``OUT/`` holds:
+
+* ``config.json`` — the resolved :class:`~seed_gym.training.config.TrainConfig`; a resumed run
+  must match it (``updates`` may grow);
+* ``metrics.jsonl`` — one JSON object per update (and per periodic eval), appended as they happen;
+* ``rollouts/update-NNNNNN/`` — each update's episodes as an ordinary run directory (the records
+  training reads), so a run killed after its rollouts resumes without replaying them;
+* ``checkpoints/update-NNNNNN/`` — ``save_pretrained`` model + tokenizer (a model folder any agent
+  loads), ``optimizer.pt`` and ``trainer_state.json``; ``checkpoints/LATEST`` names the newest.
+  Only the newest ``keep_checkpoints`` are kept;
+* ``evals/update-NNNNNN/<split>/`` — periodic evaluation run directories (seen / unseen).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from seed_gym.core import SeedGymError
+
+
+class TrainRunMismatch(SeedGymError, ValueError):
+    pass
+
+
+class TrainRun:
+    def __init__(self, out: str | os.PathLike[str]) -> None:
+        self.out = Path(out)
+        self.checkpoints = self.out / "checkpoints"
+        self.metrics_path = self.out / "metrics.jsonl"
+
+    def open(self, identity: dict[str, Any], config: dict[str, Any]) -> None:
+        path = self.out / "config.json"
+        if path.exists():
+            old = json.loads(path.read_text()).get("identity", {})
+            if old != identity:
+                diff = sorted(k for k in set(old) | set(identity) if old.get(k) != identity.get(k))
+                raise TrainRunMismatch(f"{self.out} holds a training run with another config (differs in: "
+                                       f"{', '.join(diff)}); use another --out")
+        self.out.mkdir(parents=True, exist_ok=True)
+        _atomic_write(path, json.dumps({"identity": identity, "config": config}, indent=2, default=str))
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def checkpoint_dir(self, update: int) -> Path:
+        return self.checkpoints / f"update-{update:06d}"
+
+    def latest(self) -> Path | None:
+        marker = self.checkpoints / "LATEST"
+        if not marker.exists():
+            return None
+        path = self.checkpoints / marker.read_text().strip()
+        return path if (path / "trainer_state.json").exists() else None
+
+    def commit_checkpoint(self, update: int, keep: int) -> None:
+        """Point LATEST at a fully written checkpoint (the marker moves last, atomically), then prune."""
+        _atomic_write(self.checkpoints / "LATEST", self.checkpoint_dir(update).name)
+        done = sorted(p for p in self.checkpoints.glob("update-*") if (p / "trainer_state.json").exists())
+        for old in done[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    # -- metrics -----------------------------------------------------------------------------
+    def log(self, row: dict[str, Any]) -> None:
+        with self.metrics_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row, default=float) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def metrics(self) -> list[dict[str, Any]]:
+        if not self.metrics_path.exists():
+            return []
+        rows = []
+        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # torn by a kill
+        return rows
+
+    def truncate_metrics(self, after_update: int) -> None:
+        """Drop metric rows of updates the resumed run will redo (they were never checkpointed)."""
+        rows = [r for r in self.metrics() if r.get("update", 0) <= after_update]
+        _atomic_write(self.metrics_path, "".join(json.dumps(r, default=float) + "\n" for r in rows))
+
+    def rollout_dir(self, update: int) -> Path:
+        return self.out / "rollouts" / f"update-{update:06d}"
+
+    def eval_dir(self, update: int, split: str) -> Path:
+        return self.out / "evals" / f"update-{update:06d}" / split
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
