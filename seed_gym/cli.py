@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "seed_gym.envs.searchqa.cli",
     "seed_gym.leaderboards.cli",
     "seed_gym.agents.cli",
+    "seed_gym.training.cli",
 )
 
 console = Console()

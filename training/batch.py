@@ -10,9 +10,9 @@ Rules:
   the response tokens it sampled. The record keeps the sampled token ids when the agent ran with
   ``@logprobs=1`` (training always does); otherwise the response text is re-tokenised, plus EOS
   when the generation ended by stopping.
-* The reward of a step sample is the episode reward (``RewardSpec.scale`` x won — ALFWorld and
-  WebShop 10, Search-QA 1, i.e. EM) minus ``RewardSpec.penalty`` when that step's response was
-  format-invalid (seed-method.md §3). ``group_id`` is the task id: GRPO normalises over all step
+* The reward of a step sample is the episode reward (scale x won — ALFWorld and WebShop 10,
+  Search-QA 1, i.e. EM) minus the format penalty (0.1; Search-QA 0.01) when that step's response
+  was format-invalid (seed-method.md §3). ``group_id`` is the task id: GRPO normalises over all step
   samples of a task.
 * Error records (the env failed) carry no steps and give no samples.
 """
@@ -27,23 +27,13 @@ from seed_gym.agents.prompts import EpisodeView, PromptBuilder
 from seed_gym.records import EpisodeRecord, StepRecord
 
 
-@dataclass(frozen=True)
-class RewardSpec:
-    scale: float
-    penalty: float
+def reward_rule(env_id: str) -> tuple[float, float]:
+    """(episode reward scale, per-step format penalty) of an env, from the loss module's tables
+    (seed-method.md §3); a plugin env gets (1, 0.1)."""
+    from seed_gym.training.losses import EPISODE_REWARD_SCALE, INVALID_ACTION_PENALTY
 
-
-#: Episode reward scale and per-step format penalty per env (seed-method.md §3).
-REWARDS: dict[str, RewardSpec] = {
-    "alfworld": RewardSpec(10.0, 0.1),
-    "webshop": RewardSpec(10.0, 0.1),
-    "webshop-browser": RewardSpec(10.0, 0.1),
-    "searchqa": RewardSpec(1.0, 0.01),
-}
-
-
-def reward_spec(env_id: str) -> RewardSpec:
-    return REWARDS.get(env_id, RewardSpec(1.0, 0.1))
+    family = env_id.split("-")[0]  # webshop-browser scores like webshop
+    return EPISODE_REWARD_SCALE.get(family, 1.0), INVALID_ACTION_PENALTY.get(family, 0.1)
 
 
 @dataclass
@@ -80,20 +70,17 @@ def response_ids(step: StepRecord, tokenizer: Any) -> list[int]:
     return ids
 
 
-def episode_reward(record: EpisodeRecord, spec: RewardSpec) -> float:
-    return spec.scale * float(record.won)
-
-
-def samples_from_records(records: Iterable[EpisodeRecord], tokenizer: Any, spec: RewardSpec) -> list[StepSample]:
+def samples_from_records(records: Iterable[EpisodeRecord], tokenizer: Any, env_id: str) -> list[StepSample]:
     """Model-agent records (prompts and responses recorded) -> RL step samples."""
+    scale, penalty = reward_rule(env_id)
     samples = []
     for record in records:
-        reward = episode_reward(record, spec)
+        reward = scale * float(record.won)
         for step in record.steps:
             samples.append(StepSample(
                 messages=step_messages(step), response_ids=response_ids(step, tokenizer),
                 episode_id=record.episode_id, group_id=record.task["id"],
-                reward=reward - (0.0 if step.valid_format else spec.penalty),
+                reward=reward - (0.0 if step.valid_format else penalty),
                 valid_format=step.valid_format, family=record.task.get("family", ""), step=step.t))
     return samples
 

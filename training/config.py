@@ -69,6 +69,7 @@ class TrainConfig(BaseModel):
     analyzer: Literal["policy", "rule", "openai"] = "policy"
     analyzer_url: Optional[str] = None
     analyzer_model: Optional[str] = None
+    analyzer_max_new_tokens: int = 768
     skill_bank: Optional[str] = None
     # -- SFT
     sft_data: Literal["expert", "skills"] = "expert"
@@ -78,7 +79,7 @@ class TrainConfig(BaseModel):
     sft_batch: int = 16
     # -- bookkeeping
     eval_every: int = 5
-    eval_splits: list[str] = ["seen", "unseen"]
+    eval_splits: Optional[list[str]] = None  # the env's: seen + unseen, else test + unseen
     eval_n: Optional[int] = 128
     eval_temperature: float = 0.4
     eval_max_steps: Optional[int] = None

@@ -14,7 +14,6 @@ Both are the same loop — NLL of target tokens given a prompt — over differen
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -56,8 +55,7 @@ def skill_examples(records: Sequence[EpisodeRecord], skills: Sequence[object | N
     for record, skill in zip(records, skills):
         if skill is None:
             continue
-        target = json.dumps({"episode_summary": skill.episode_summary, "episode_skill": skill.episode_skill},  # type: ignore[attr-defined]
-                            ensure_ascii=False)
+        target = skill.to_json()  # type: ignore[attr-defined]
         examples.append(Example(policy.encode_prompt(prompt_of(record)), policy.encode_text(target, eos=True)))
     return examples
 

@@ -1,0 +1,73 @@
+"""``seed-gym train`` and ``seed-gym bench train``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+console = Console()
+
+SHOWN = ("success_rate", "reward_mean", "loss", "pg_loss", "opd_loss", "gate_mean", "gate_active_ratio",
+         "teacher_gap_mean", "kl_loss", "skill_parse_rate", "seconds")
+
+
+def _describe(row: dict[str, Any]) -> str:
+    if "eval" in row:
+        return f"eval {row['eval']}: success {100 * row['success_rate']:.1f}% over {row['episodes']} episodes"
+    return "  ".join(f"{k}={row[k]:.4g}" for k in SHOWN if isinstance(row.get(k), (int, float)))
+
+
+def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, serve_app: typer.Typer) -> None:
+    @app.command("train")
+    def train_command(
+        algo: str = typer.Option(..., help="sft, grpo, opsd, grpo-opsd, sdar, seed or skill-sd."),
+        env: str = typer.Option(..., help="Environment id."),
+        model: Path = typer.Option(..., help="Local model folder to start from (from_pretrained)."),
+        updates: Optional[int] = typer.Option(None, help="RL updates (paper: 150)."),
+        out: Optional[Path] = typer.Option(None, help="Run folder (default runs/train/<algo>-<env>). Same --out resumes."),
+        config: Optional[Path] = typer.Option(None, help="TOML or JSON file with TrainConfig fields."),
+        set_: list[str] = typer.Option([], "--set", help="Override a config field: key=value (JSON values)."),
+        env_arg: list[str] = typer.Option([], help="Env constructor argument key=value (repeatable)."),
+        seed: int = typer.Option(0, help="Run seed."),
+    ) -> None:
+        """Train with SFT or an RL algorithm on the shared rollout harness; resumes from the last checkpoint."""
+        from seed_gym.cli import _parse_env_args
+        from seed_gym.training.config import build_config
+        from seed_gym.training.trainer import train
+
+        base: dict[str, Any] = {"algo": algo, "env": env, "model": str(model), "seed": seed,
+                                "out": str(out or Path("runs") / "train" / f"{algo}-{env}"),
+                                "env_args": _parse_env_args(env_arg)}
+        if updates is not None:
+            base["updates"] = updates
+        cfg = build_config(base, config, set_)
+        console.print(f"[bold]{cfg.algo}[/] on {cfg.env} from {cfg.model} -> {cfg.out}")
+        with console.status("training...") as status:
+            def on_row(row: dict[str, Any]) -> None:
+                status.update(f"update {row['update']}: {_describe(row)}")
+                console.print(f"[dim]update {row['update']}[/] {_describe(row)}")
+            train(cfg, on_row)
+        console.print(f"metrics: {Path(cfg.out) / 'metrics.jsonl'}; checkpoints: {Path(cfg.out) / 'checkpoints'}")
+
+    @bench_app.command("train")
+    def bench_train(
+        model: Path = typer.Option(..., help="Local model folder (seed-gym model init --out DIR)."),
+        prompts: int = typer.Option(8, help="Prompts per update."),
+        group: int = typer.Option(8, help="Completions per prompt."),
+        max_new_tokens: int = typer.Option(16, help="Tokens per completion."),
+        steps: int = typer.Option(3, help="Measured updates per trainer (after one warm-up)."),
+        out: Optional[Path] = typer.Option(None, help="Also write the result as JSON here."),
+    ) -> None:
+        """Tokens/s of one GRPO update: seed-gym's loop vs TRL's GRPOTrainer, same model and batch."""
+        from seed_gym.training.bench import compare_with_trl
+
+        result = compare_with_trl(model, prompts=prompts, group=group, max_new_tokens=max_new_tokens, steps=steps)
+        for name, row in result["rows"].items():
+            console.print(f"{name:>10}: {row['tokens_per_s']:.0f} tokens/s ({row['seconds_per_update']:.2f} s/update)")
+        console.print(f"seed-gym / TRL = [bold]{result['ratio']:.2f}x[/]")
+        if out:
+            out.write_text(json.dumps(result, indent=2))

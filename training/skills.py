@@ -1,0 +1,334 @@
+"""Skills in prompts: SEED's insertion H(h, s) and SDAR's static skill bank (seed-method.md §7, §11).
+
+**Insertion** (:func:`insert_skill`). The episode-level block
+
+    **Episode-Level Skill**
+    Refer to this episode-level skill when deciding what action to take in the current episode:
+    [<skill>]
+
+goes on its own lines directly after the first line that holds the task — ``Your task is to:``
+(ALFWorld, WebShop), ``Your question:`` or the Search-R1 ``Question:`` line — else just before the
+line with ``Now it's your turn``, else at the very start. Nothing else in the prompt changes: removing
+the block gives back the original text byte for byte. The same skill goes into every step prompt of
+the trajectory.
+
+*Prompt-length rule.* The skill must never be lost to truncation. Callers budget the prompt length
+with the block already inserted; when a prompt is too long, the trainer left-truncates only the
+history part (the past observations and actions), never the task line, the skill block or the
+current observation.
+
+**Skill bank** (:class:`SkillBank`). SDAR's teacher sees a static bank: general skills for the env plus
+the skills of the task's family — ALFWorld task type, WebShop category, Search-QA data source — as
+``[Privileged Skill Information]\\n{skills}\\n\\n`` before the prompt (:func:`prepend_privileged`).
+Built-in banks are short and true for this repo's envs; users load their own from a folder of
+Markdown files or a JSON file (:meth:`SkillBank.load`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+EPISODE_SKILL_HEADER = "**Episode-Level Skill**"
+EPISODE_SKILL_INTRO = "Refer to this episode-level skill when deciding what action to take in the current episode:"
+#: What a task line holds. The *earliest* line holding any of them wins: the task line comes before
+#: the history, which might quote one.
+TASK_MARKERS = ("Your task is to:", "Your question:", "Question:")
+TURN_MARKER = "Now it's your turn"
+PRIVILEGED_HEADER = "[Privileged Skill Information]"
+
+Message = Mapping[str, str]
+
+
+def skill_block(skill: str) -> str:
+    """The episode-level block for ``skill`` (no trailing newline)."""
+    return f"{EPISODE_SKILL_HEADER}\n{EPISODE_SKILL_INTRO}\n[{skill.strip()}]"
+
+
+def insert_skill(prompt_text: str, skill: str) -> str:
+    """H(h, s): ``prompt_text`` with the episode-level block for ``skill`` (module rules)."""
+    block = skill_block(skill)
+    lines = prompt_text.splitlines(keepends=True)
+    task_line = next((i for i, line in enumerate(lines) if any(m in line for m in TASK_MARKERS)), None)
+    if task_line is not None:
+        line = lines[task_line]
+        if line.endswith(("\n", "\r")):
+            lines[task_line] = line + block + "\n"
+        else:  # the task line ends the text
+            lines[task_line] = line + "\n" + block
+        return "".join(lines)
+    turn_line = next((i for i, line in enumerate(lines) if TURN_MARKER in line), None)
+    if turn_line is not None:
+        lines.insert(turn_line, block + "\n\n")
+        return "".join(lines)
+    return f"{block}\n\n{prompt_text}"
+
+
+def insert_skill_messages(messages: Sequence[Message], skill: str) -> list[dict[str, str]]:
+    """:func:`insert_skill` on chat messages: the block goes into the first user message that holds a
+    task line, else into the last user message; the other messages are copied unchanged."""
+    out = [dict(message) for message in messages]
+    users = [i for i, m in enumerate(out) if m.get("role") == "user"]
+    if not users:
+        raise ValueError("no user message to insert the skill into")
+    target = next((i for i in users if any(m in out[i].get("content", "") for m in TASK_MARKERS)), users[-1])
+    out[target]["content"] = insert_skill(out[target].get("content", ""), skill)
+    return out
+
+
+def prepend_privileged(prompt_text: str, skills: str) -> str:
+    """SDAR's teacher prompt: ``[Privileged Skill Information]\\n{skills}\\n\\n`` + the prompt."""
+    return f"{PRIVILEGED_HEADER}\n{skills}\n\n{prompt_text}"
+
+
+def prepend_privileged_messages(messages: Sequence[Message], skills: str) -> list[dict[str, str]]:
+    """:func:`prepend_privileged` on the first user message."""
+    out = [dict(message) for message in messages]
+    first = next((i for i, m in enumerate(out) if m.get("role") == "user"), None)
+    if first is None:
+        raise ValueError("no user message to prepend the skills to")
+    out[first]["content"] = prepend_privileged(out[first].get("content", ""), skills)
+    return out
+
+
+# -- skill bank -----------------------------------------------------------------------------------
+@dataclass
+class SkillBank:
+    """General skills plus per-family skills for one env.
+
+    Matching (:meth:`family_for`): the task's ``family`` normalised (lower case, a ``syn_`` prefix
+    dropped, ``aliases`` applied) is looked up exactly, then as a prefix of a key or a key as its
+    prefix (``pick_clean`` ~ ``pick_clean_then_place_in_recep``); failing that, the first key that
+    occurs as a word in the instruction (SDAR's WebShop category keywords). No match: general
+    skills only."""
+
+    env: str
+    general: list[str] = field(default_factory=list)
+    families: dict[str, list[str]] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def for_env(cls, env_id: str) -> "SkillBank":
+        """The built-in bank of ``env_id`` (``webshop-browser`` shares WebShop's)."""
+        key = BANK_ALIASES.get(env_id, env_id)
+        if key not in BUILTIN_BANKS:
+            raise ValueError(f"no built-in skill bank for {env_id!r}; known: {', '.join(sorted(BUILTIN_BANKS))} "
+                             "(load your own with SkillBank.load)")
+        data = BUILTIN_BANKS[key]
+        return cls(env_id, list(data["general"]), {k: list(v) for k, v in data["families"].items()},
+                   dict(data.get("aliases", {})))
+
+    def family_for(self, task: Mapping[str, Any]) -> str | None:
+        family = _normal(str(task.get("family", "")))
+        family = self.aliases.get(family, family)
+        if family:
+            if family in self.families:
+                return family
+            for key in self.families:
+                if key.startswith(family) or family.startswith(key):
+                    return key
+        words = f" {' '.join(re.findall(r'[a-z0-9]+', str(task.get('instruction', '')).lower()))} "
+        for key in self.families:
+            if f" {key.replace('_', ' ')} " in words:
+                return key
+        for alias, key in self.aliases.items():
+            if f" {alias.replace('_', ' ')} " in words and key in self.families:
+                return key
+        return None
+
+    def skills_for(self, task: Mapping[str, Any]) -> str:
+        """The general skills and the matched family's skills, as a bulleted text."""
+        family = self.family_for(task)
+        return self._render([("General skills", self.general)] +
+                            ([(f"Skills for {family} tasks", self.families[family])] if family else []))
+
+    def all_skills(self) -> str:
+        """Every skill in the bank (SDAR's "full" retrieval)."""
+        return self._render([("General skills", self.general)] +
+                            [(f"Skills for {key} tasks", skills) for key, skills in self.families.items()])
+
+    @staticmethod
+    def _render(sections: list[tuple[str, list[str]]]) -> str:
+        return "\n".join(f"{title}:\n" + "\n".join(f"- {s}" for s in skills)
+                         for title, skills in sections if skills)
+
+    # -- files ----------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], env: str = "") -> "SkillBank":
+        """A user bank from a JSON file or a folder.
+
+        * JSON file: ``{"general": [...], "families": {"<family>": [...]}, "aliases": {...}}``; a
+          value may be one string instead of a list.
+        * Folder: ``skills.json`` (as above) if present; otherwise Markdown files —
+          ``general.md`` or ``general_skills.md`` for the general skills, every other ``*.md`` for
+          the family named by its stem, or by ``skill_mapping.json`` (``{"<family>": "<file>.md" or
+          [files]}``, SDAR's layout). In a Markdown file each top-level bullet (``-``, ``*``,
+          ``1.``) is one skill, continuation lines included; a file without bullets holds one skill
+          per paragraph; headings are ignored."""
+        path = Path(path).expanduser()
+        if path.is_file():
+            return cls._from_json(json.loads(path.read_text(encoding="utf-8")), env or path.stem)
+        if not path.is_dir():
+            raise FileNotFoundError(f"skill bank {path} does not exist")
+        if (path / "skills.json").is_file():
+            return cls._from_json(json.loads((path / "skills.json").read_text(encoding="utf-8")), env or path.name)
+        general: list[str] = []
+        for name in ("general.md", "general_skills.md"):
+            if (path / name).is_file():
+                general += parse_markdown_skills((path / name).read_text(encoding="utf-8"))
+        mapping_file = path / "skill_mapping.json"
+        if mapping_file.is_file():
+            mapping = json.loads(mapping_file.read_text(encoding="utf-8"))
+        else:
+            mapping = {p.stem: p.name for p in sorted(path.glob("*.md"))
+                       if p.name not in ("general.md", "general_skills.md", "README.md")}
+        families = {}
+        for family, files in mapping.items():
+            names = [files] if isinstance(files, str) else list(files)
+            families[_normal(family)] = [s for n in names for s in
+                                         parse_markdown_skills((path / n).read_text(encoding="utf-8"))]
+        return cls(env or path.name, general, families)
+
+    @classmethod
+    def _from_json(cls, data: Mapping[str, Any], env: str) -> "SkillBank":
+        def as_list(value: Any) -> list[str]:
+            return [value] if isinstance(value, str) else [str(v) for v in value or []]
+
+        return cls(str(data.get("env", env)), as_list(data.get("general")),
+                   {_normal(k): as_list(v) for k, v in (data.get("families") or {}).items()},
+                   {_normal(k): _normal(v) for k, v in (data.get("aliases") or {}).items()})
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the bank as a Markdown folder that :meth:`load` reads back (a start for editing)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "general.md").write_text("".join(f"- {s}\n" for s in self.general), encoding="utf-8")
+        for key, skills in self.families.items():
+            (folder / f"{key}.md").write_text("".join(f"- {s}\n" for s in skills), encoding="utf-8")
+        return folder
+
+
+def _normal(family: str) -> str:
+    family = family.strip().lower()
+    return family.removeprefix("syn_")
+
+
+_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+(.*)$")
+
+
+def parse_markdown_skills(text: str) -> list[str]:
+    """Skills in Markdown: top-level bullets, else paragraphs (headings dropped)."""
+    lines = [line.rstrip() for line in text.splitlines() if not line.lstrip().startswith("#")]
+    skills: list[str] = []
+    if any(_BULLET.match(line) for line in lines):
+        for line in lines:
+            bullet = _BULLET.match(line)
+            if bullet:
+                skills.append(bullet.group(1).strip())
+            elif line.strip() and skills:
+                skills[-1] += " " + line.strip()
+        return [s for s in skills if s]
+    return [" ".join(p.split()) for p in re.split(r"\n\s*\n", "\n".join(lines)) if p.strip()]
+
+
+# -- built-in banks -------------------------------------------------------------------------------
+BANK_ALIASES = {"webshop-browser": "webshop"}
+
+BUILTIN_BANKS: dict[str, dict[str, Any]] = {
+    "alfworld": {
+        "general": [
+            "Only admissible actions work (anything else gets 'Nothing happens.'): copy object and "
+            "receptacle names with their numbers exactly as listed.",
+            "Search systematically: visit each likely receptacle once, open closed ones (drawers, cabinets, "
+            "fridge, microwave, safe) and do not go back to places already checked.",
+            "You can hold one object at a time: take the target object first, then carry it to the appliance "
+            "or the destination.",
+            "Place an object with 'put <object> in/on <receptacle>' or 'move <object> to <receptacle>', "
+            "whichever the admissible list offers, and only after every required change (clean, hot, "
+            "cool) is done.",
+        ],
+        "families": {
+            "pick_and_place_simple": [
+                "Find the object, take it, go to the destination receptacle, open it if it is closed, and put "
+                "the object there.",
+            ],
+            "look_at_obj_in_light": [
+                "Find and take the object, then go to the desklamp or floorlamp and 'use' the lamp while "
+                "holding the object; the lamp itself is never taken.",
+            ],
+            "pick_clean_then_place_in_recep": [
+                "Take the object, go to the sinkbasin and 'clean <object> with sinkbasin N' while holding it, "
+                "then put it in/on the destination.",
+            ],
+            "pick_heat_then_place_in_recep": [
+                "Take the object, go to the microwave and 'heat <object> with microwave N' while holding it "
+                "(it need not be opened or loaded), then put it in/on the destination.",
+            ],
+            "pick_cool_then_place_in_recep": [
+                "Take the object, go to the fridge and 'cool <object> with fridge N' while holding it, then "
+                "put it in/on the destination.",
+            ],
+            "pick_two_obj_and_place": [
+                "Move the two objects one at a time: take the first, put it in/on the destination, then find "
+                "a second one with a different number and put it there too.",
+            ],
+        },
+    },
+    "webshop": {
+        "general": [
+            "Search with a short query that names the product type and its key attribute (e.g. 'sulfate "
+            "free shampoo') instead of pasting the whole instruction.",
+            "Open a result whose title names the requested product type (a conditioner is not a shampoo) "
+            "and whose listed price is under the price cap.",
+            "On the item page click every option value the instruction names (color, size, pack size, "
+            "flavor name, scent, style) before clicking Buy Now; a missing or wrong option lowers the reward.",
+            "When unsure whether the item has a required attribute, read Description or Features and come "
+            "back with '< Prev'.",
+            "Buy within the step budget: do not loop between search and result pages.",
+        ],
+        "families": {
+            "beauty": ["Beauty items usually ask for a scent, color, style or pack size: select exactly that value; "
+                       "check attributes such as 'sulfate free' or 'paraben free' in Features."],
+            "electronics": ["Electronics usually ask for a color, style or pack size; check features such as "
+                            "'noise cancelling' or 'easy install' in the description."],
+            "fashion": ["Clothing and shoes ask for both a color and a size: select both before buying."],
+            "grocery": ["Food items ask for a flavor name and a pack size: select both; check claims such as "
+                        "'gluten free' or 'non gmo' in Features."],
+            "garden": ["Home and furniture items ask for a color, size, style or pack size; match each one "
+                       "the instruction names."],
+        },
+        "aliases": {"food": "grocery", "furniture": "garden", "home": "garden"},
+    },
+    "searchqa": {
+        "general": [
+            "Decompose the question into single-fact hops and search one hop per query, naming the entity "
+            "and the relation (e.g. '<person> member of band').",
+            "Take each bridge entity from the <information> passages before the next search; never guess "
+            "an intermediate entity.",
+            "Answer only with an entity that the retrieved passages state, inside <answer> </answer>, "
+            "with no explanation.",
+            "Stop searching once a passage states the final fact; the number of searches is limited.",
+        ],
+        "families": {
+            "nq": ["Single-fact questions: one search for the entity and relation, then answer with the "
+                   "name exactly as the passage writes it."],
+            "triviaqa": ["Single-fact questions in unusual wording: rephrase into '<entity> <relation>' "
+                         "before searching."],
+            "popqa": ["Questions about little-known entities: search the full name; do not answer from memory."],
+            "hotpotqa": ["Two-hop questions: find the bridge entity first; for a comparison, look up the "
+                         "attribute of both entities and answer with one of them."],
+            "2wiki": ["Kinship and comparison questions: follow relations one hop at a time (a paternal "
+                      "grandfather is the father's father; a father-in-law is the spouse's father)."],
+            "musique": ["Long chains of three or four hops: note each bridge entity and spend one search "
+                        "per hop."],
+            "bamboogle": ["Two-hop compositions: resolve the inner entity (e.g. the band of a person) "
+                          "before asking about its attribute."],
+        },
+        "aliases": {"2wikimultihopqa": "2wiki"},
+    },
+}

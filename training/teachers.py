@@ -1,0 +1,57 @@
+"""Where each algorithm's teacher context comes from — the one thing that tells SDAR, SEED and
+OPSD apart (their loss is shared; see :mod:`.losses`).
+
+* ``seed`` / ``skill-sd``: hindsight skills written per trajectory by an analyzer — by default the
+  policy itself with its current weights (SEED's self-evolving analyzer), else a rule-based or an
+  external OpenAI-compatible analyzer; inserted after the task line of every step prompt (H(h, s)).
+* ``sdar``: a static skill bank (general + per-family skills), prepended as
+  ``[Privileged Skill Information]`` like SDAR's code.
+* ``opsd`` / ``grpo-opsd``: the ground truth — the rule analyzer with the env's answer key writes
+  a true, specific skill per trajectory.
+* ``grpo``: no teacher.
+
+A sample whose trajectory got no skill has teacher None: it carries no distillation signal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from seed_gym.records import EpisodeRecord
+from seed_gym.training.analyzer import ground_truth_from_env, make_analyzer
+from seed_gym.training.batch import StepSample
+from seed_gym.training.skills import SkillBank, insert_skill_messages, prepend_privileged_messages
+
+
+class TeacherSource:
+    """Builds, for one update's samples, the privileged prompt of each sample's teacher."""
+
+    def __init__(self, algo: str, env_id: str, *, policy_backend: Any = None, env: Any = None,
+                 analyzer: str = "policy", analyzer_url: str | None = None, analyzer_model: str | None = None,
+                 skill_bank: str | None = None, analyzer_max_new_tokens: int = 768) -> None:
+        self.algo = algo
+        self.analyzer = None
+        self.bank = None
+        if algo in ("seed", "skill-sd"):
+            self.analyzer = make_analyzer(analyzer, env_id=env_id, backend=policy_backend, base_url=analyzer_url,
+                                          model=analyzer_model, max_new_tokens=analyzer_max_new_tokens,
+                                          ground_truth=ground_truth_from_env(env) if env else None)
+        elif algo in ("opsd", "grpo-opsd", "grpo+opsd"):
+            self.analyzer = make_analyzer("rule", env_id=env_id,
+                                          ground_truth=ground_truth_from_env(env) if env else None)
+        elif algo == "sdar":
+            self.bank = SkillBank.load(skill_bank, env_id) if skill_bank else SkillBank.for_env(env_id)
+
+    def teacher_messages(self, records: Sequence[EpisodeRecord],
+                         samples: Sequence[StepSample]) -> tuple[list[Any] | None, dict[str, float]]:
+        if self.bank is not None:
+            by_episode = {r.episode_id: self.bank.skills_for(r.task) for r in records}
+            return [prepend_privileged_messages(s.messages, by_episode[s.episode_id]) for s in samples], {}
+        if self.analyzer is None:
+            return None, {}
+        skills = dict(zip((r.episode_id for r in records), self.analyzer.analyze(records)))
+        messages = [insert_skill_messages(s.messages, skills[s.episode_id].episode_skill)
+                    if skills.get(s.episode_id) is not None else None for s in samples]
+        parsed = sum(skill is not None for skill in skills.values())
+        return messages, {"skills_parsed": float(parsed), "skill_parse_rate": parsed / max(1, len(skills))}

@@ -1,0 +1,285 @@
+"""``seed-gym train``: SFT and the RL algorithms on the shared rollout harness, resumable.
+
+RL, per update k (seed-method.md §5 "per-update loop"):
+
+1. roll out ``tasks_per_update`` train tasks x ``group`` with the current policy (θ_old) through the
+   same rollout engine and model agent evaluation uses, into ``rollouts/update-k`` (records);
+2. turn the records into step samples; the algorithm's teacher source adds privileged prompts
+   (SEED: the policy writes a hindsight skill per trajectory);
+3. :func:`~seed_gym.training.algorithms.rl_update`: GRPO + the algorithm's distillation term;
+4. log metrics, checkpoint (``save_pretrained``), and every ``eval_every`` updates evaluate the
+   checkpoint on the seen and unseen splits with a plain prompt (no skills at inference, §8).
+
+A killed run resumes from ``checkpoints/LATEST``: metrics of updates after it are dropped and those
+updates redone; rollouts already on disk are reused (never replayed); evaluations resume like any
+``seed-gym eval``. Everything random is seeded by (run seed, update).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seed_gym.agent import AgentSpec
+from seed_gym.agents.model import ModelAgent
+from seed_gym.backends import make_pool
+from seed_gym.evaluate import EvalConfig, evaluate
+from seed_gym.records import EpisodeRecord, RunDir
+from seed_gym.registry import make
+from seed_gym.rollout import plan_episodes, run_rollouts
+from seed_gym.training.algorithms import UpdateSettings, rl_update
+from seed_gym.training.batch import samples_from_records
+from seed_gym.training.config import TrainConfig
+from seed_gym.training.losses import LossConfig
+from seed_gym.training.policy import Policy
+from seed_gym.training.runs import TrainRun
+from seed_gym.training.teachers import TeacherSource
+
+OnRow = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Resumed:
+    update: int            # last finished update (0 = none)
+    model_dir: str         # the weights to start from
+    optimizer_state: Any = None
+
+
+def resume_point(run: TrainRun, config: TrainConfig) -> Resumed:
+    latest = run.latest()
+    if latest is None:
+        return Resumed(0, config.model)
+    state = json.loads((latest / "trainer_state.json").read_text())
+    optimizer = torch.load(latest / "optimizer.pt", weights_only=True) if (latest / "optimizer.pt").exists() else None
+    return Resumed(int(state["update"]), str(latest), optimizer)
+
+
+def save_checkpoint(run: TrainRun, policy: Policy, optimizer: Any, update: int, keep: int) -> Path:
+    folder = policy.save(run.checkpoint_dir(update))
+    torch.save(optimizer.state_dict(), folder / "optimizer.pt")
+    (folder / "trainer_state.json").write_text(json.dumps({"update": update}))  # written last: complete
+    run.commit_checkpoint(update, keep)
+    return folder
+
+
+def agent_params(config: TrainConfig, *, temperature: float, logprobs: bool) -> dict[str, str]:
+    params = {"temperature": str(temperature), "max_new_tokens": str(config.max_new_tokens),
+              "projection": config.projection}
+    if config.history is not None:
+        params["history"] = str(config.history)
+    if logprobs:
+        params["logprobs"] = "1"
+    return params
+
+
+def spec_string(kind: str, target: str, params: dict[str, str]) -> str:
+    return str(AgentSpec(kind, target, tuple(sorted(params.items()))))
+
+
+# -- evaluation ----------------------------------------------------------------------------------
+def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpoint: Path,
+                        on_row: OnRow | None = None) -> list[dict[str, Any]]:
+    """Plain-prompt evaluation of a checkpoint on every eval split (seen / unseen); one metrics row each."""
+    agent = spec_string("hf", str(checkpoint), {**agent_params(config, temperature=config.eval_temperature,
+                                                                logprobs=False), "dtype": config.dtype})
+    rows = []
+    for split in config.eval_splits or default_eval_splits(config):
+        summary = evaluate(EvalConfig(env=config.env, split=split, agent=agent, out=run.eval_dir(update, split),
+                                      n=config.eval_n, seed=config.seed, max_steps=config.eval_max_steps,
+                                      backend=config.env_backend, workers=config.workers, env_kwargs=config.env_args))
+        row = {"update": update, "eval": split, "episodes": summary["episodes"],
+               "success_rate": summary["success_rate"], "mean_score": summary["mean_score"],
+               "mean_steps": summary["mean_steps"], "invalid_action_rate": summary["invalid_action_rate"],
+               "ci95": summary.get("ci95", {}).get("success_rate"), "run_dir": summary["run_dir"]}
+        run.log(row)
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    return rows
+
+
+def default_eval_splits(config: TrainConfig) -> list[str]:
+    """Seen and unseen where the env has them (ALFWorld); else its test split and unseen."""
+    env = make(config.env, **config.env_args)
+    try:
+        names = set(env.task_set().names())
+    finally:
+        env.close()
+    wanted = ["seen", "unseen"] if "seen" in names else ["test", "unseen"]
+    return [name for name in wanted if name in names]
+
+
+def due(update: int, every: int, last: int) -> bool:
+    return update == last or (every > 0 and update % every == 0)
+
+
+# -- RL ------------------------------------------------------------------------------------------
+def collect_rollouts(config: TrainConfig, run: TrainRun, update: int, pool: Any, policy: Policy,
+                     train_ids: list[str]) -> list[EpisodeRecord]:
+    """This update's episodes, played by the current policy (or read back after a kill)."""
+    rng = random.Random(f"{config.seed}:{update}")
+    tasks = rng.sample(train_ids, min(config.rl_tasks(), len(train_ids)))
+    episodes = plan_episodes(tasks, group=config.group, seed=config.seed * 100_003 + update)
+    rundir = RunDir(run.rollout_dir(update))
+    rundir.open({"update": update, "tasks": tasks, "group": config.group}, {"algo": config.algo})
+    done = rundir.finished()
+    todo = [e for e in episodes if e.episode_id not in done]
+    if todo:
+        params = agent_params(config, temperature=config.temperature, logprobs=True)
+        agent = ModelAgent(AgentSpec("hf", str(policy.path), tuple(sorted(params.items()))),
+                           seed=config.seed * 7919 + update, backend=policy.backend(), env_id=config.env)
+        run_rollouts(pool, agent, todo, on_records=rundir.append)
+    finished = rundir.finished()
+    return [finished[e.episode_id] for e in episodes if e.episode_id in finished]
+
+
+def rollout_stats(records: list[EpisodeRecord]) -> dict[str, float]:
+    ok = [r for r in records if r.status != "error"]
+    n = max(1, len(ok))
+    return {"episodes": float(len(ok)), "errors": float(len(records) - len(ok)),
+            "success_rate": sum(r.won for r in ok) / n, "mean_score": sum(r.score for r in ok) / n,
+            "episode_length": sum(r.num_steps for r in ok) / n,
+            "invalid_action_rate": sum(r.num_invalid for r in ok) / max(1, sum(r.num_steps for r in ok))}
+
+
+def loss_config_of(config: TrainConfig) -> LossConfig:
+    overrides = {k: getattr(config, k) for k in ("clip", "kl_coef", "opd_coef", "gate_beta", "pg_coef")
+                 if getattr(config, k) is not None}
+    return LossConfig.for_algo(config.algo, **overrides)
+
+
+def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None) -> list[dict[str, Any]]:
+    resumed = resume_point(run, config)
+    torch.manual_seed(config.seed)
+    policy = Policy.load(resumed.model_dir, dtype=config.dtype, device=config.device,
+                         max_prompt_tokens=config.max_prompt_tokens)
+    loss_config = loss_config_of(config)
+    reference = Policy.load(config.model, dtype=config.dtype, device=config.device).frozen_copy() if loss_config.kl_coef else None
+    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    if resumed.optimizer_state is not None:
+        optimizer.load_state_dict(resumed.optimizer_state)
+    run.truncate_metrics(resumed.update)
+    env = make(config.env, **config.env_args)
+    train_ids = env.task_set().split(config.train_split).task_ids
+    teachers = TeacherSource(config.algo, config.env, policy_backend=policy.backend(), env=env,
+                             analyzer=config.analyzer, analyzer_url=config.analyzer_url,
+                             analyzer_model=config.analyzer_model, skill_bank=config.skill_bank,
+                             analyzer_max_new_tokens=config.analyzer_max_new_tokens)
+    settings = UpdateSettings(micro_batch=config.micro_batch, mini_batches=config.mini_batches,
+                              grad_clip=config.grad_clip)
+    rows: list[dict[str, Any]] = []
+    slots = min(config.rl_tasks() * config.group, 64)
+    env_kwargs = {**config.env_args, "max_steps": config.rl_max_steps()}
+    try:
+        with make_pool(config.env_backend, config.env, env_kwargs, num_slots=slots, workers=config.workers) as pool:
+            for update in range(resumed.update + 1, config.updates + 1):
+                started = time.perf_counter()
+                records = collect_rollouts(config, run, update, pool, policy, train_ids)
+                rolled = time.perf_counter()
+                samples = samples_from_records([r for r in records if r.status != "error"], policy.tokenizer, config.env)
+                teacher_messages, skill_stats = teachers.teacher_messages(records, samples)
+                stats = rl_update(policy, reference, samples, teacher_messages, optimizer, loss_config, settings,
+                                  seed=config.seed * 1_000_003 + update)
+                seconds = time.perf_counter() - started
+                row = {"update": update, "algo": config.algo, **rollout_stats(records), **skill_stats, **stats,
+                       "rollout_seconds": rolled - started, "update_seconds": seconds - (rolled - started),
+                       "seconds": seconds, "train_tokens_per_s": stats["response_tokens"] / max(1e-9, seconds - (rolled - started))}
+                run.log(row)
+                rows.append(row)
+                if on_row:
+                    on_row(row)
+                evaluate_now = config.eval_every > 0 and due(update, config.eval_every, config.updates)
+                if evaluate_now or due(update, config.save_every, config.updates):
+                    checkpoint = save_checkpoint(run, policy, optimizer, update, config.keep_checkpoints)
+                    if evaluate_now:
+                        rows += evaluate_checkpoint(config, run, update, checkpoint, on_row)
+    finally:
+        env.close()
+    return rows
+
+
+# -- SFT -----------------------------------------------------------------------------------------
+def sft_records(config: TrainConfig, run: TrainRun) -> list[EpisodeRecord]:
+    """The SFT data as ordinary run directories: expert demonstrations, or base-policy episodes
+    (for hindsight-skill labels). Resumable like any eval."""
+    if config.sft_data == "expert":
+        agent, group, out = "expert", 1, run.out / "data" / "expert"
+    else:
+        params = agent_params(config, temperature=config.temperature, logprobs=False)
+        agent, group, out = spec_string("hf", config.model, {**params, "dtype": config.dtype}), config.group, run.out / "data" / "base-policy"
+    evaluate(EvalConfig(env=config.env, split=config.train_split, agent=agent, out=out, n=config.sft_tasks,
+                        group=group, seed=config.seed, max_steps=config.max_steps, backend=config.env_backend,
+                        workers=config.workers, env_kwargs=config.env_args))
+    return list(RunDir(out).finished().values())
+
+
+def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecord]) -> list[Any]:
+    from seed_gym.agents.prompts import PromptBuilder, template_for_env
+    from seed_gym.training.sft import expert_examples, skill_examples
+
+    if config.sft_data == "expert":
+        return expert_examples(records, policy, PromptBuilder(template_for_env(config.env), config.history))
+    from seed_gym.training.analyzer import analyzer_prompt, ground_truth_from_env, make_analyzer
+
+    env = make(config.env, **config.env_args)
+    try:
+        analyzer = make_analyzer("rule" if config.analyzer == "policy" else config.analyzer, env_id=config.env,
+                                 base_url=config.analyzer_url, model=config.analyzer_model,
+                                 ground_truth=ground_truth_from_env(env))
+        return skill_examples(records, analyzer.analyze(records), policy, analyzer_prompt)
+    finally:
+        env.close()
+
+
+def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None) -> list[dict[str, Any]]:
+    """SFT, one checkpoint per epoch (``update`` = epoch); resumes at the next epoch."""
+    from seed_gym.training.sft import train_sft
+
+    resumed = resume_point(run, config)
+    run.truncate_metrics(resumed.update)
+    records = sft_records(config, run)
+    policy = Policy.load(resumed.model_dir, dtype=config.dtype, device=config.device,
+                         max_prompt_tokens=config.max_prompt_tokens)
+    examples = sft_examples(config, policy, records)
+    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.sft_lr, weight_decay=config.weight_decay)
+    if resumed.optimizer_state is not None:
+        optimizer.load_state_dict(resumed.optimizer_state)
+    rows: list[dict[str, Any]] = []
+    for epoch in range(resumed.update + 1, config.sft_epochs + 1):
+        started, losses, tokens = time.perf_counter(), [], 0
+
+        def on_step(stats: Any) -> None:
+            nonlocal tokens
+            losses.append(stats.loss)
+            tokens += stats.tokens
+
+        train_sft(policy, examples, epochs=1, lr=config.sft_lr, batch_size=config.sft_batch,
+                  seed=config.seed * 1_000_003 + epoch, grad_clip=config.grad_clip, on_step=on_step,
+                  optimizer=optimizer)
+        seconds = time.perf_counter() - started
+        row = {"update": epoch, "algo": "sft", "sft_data": config.sft_data, "examples": len(examples),
+               "loss": sum(losses) / max(1, len(losses)), "loss_last": losses[-1] if losses else None,
+               "target_tokens": tokens, "seconds": seconds, "train_tokens_per_s": tokens / max(seconds, 1e-9)}
+        run.log(row)
+        rows.append(row)
+        if on_row:
+            on_row(row)
+        checkpoint = save_checkpoint(run, policy, optimizer, epoch, config.keep_checkpoints)
+        if config.eval_every > 0 and due(epoch, config.eval_every, config.sft_epochs):
+            rows += evaluate_checkpoint(config, run, epoch, checkpoint, on_row)
+    return rows
+
+
+def train(config: TrainConfig, on_row: OnRow | None = None) -> list[dict[str, Any]]:
+    run = TrainRun(config.out)
+    run.open(config.identity(), config.model_dump())
+    if config.algo == "sft":
+        return train_sft_run(config, run, on_row)
+    return train_rl(config, run, on_row)
