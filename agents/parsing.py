@@ -5,7 +5,8 @@ Two response styles:
 * ``react`` (ALFWorld, WebShop): ``<think>...</think><action>...</action>``. The action is the text
   inside the one ``<action>`` tag. Fatal problems (no action tag, several, an empty one) send the
   empty action, so the env takes its invalid-action path. Other problems (no ``<think>``, CJK
-  characters — the SDAR validity rule) still execute the action but mark the step format-invalid.
+  characters — the SDAR validity rule) still execute the action but mark the step format-invalid;
+  text outside the two tags is flagged ``junk`` without making the step invalid.
   Where the env lists admissible actions, the action is projected onto them: ``exact`` matches
   case-, space- and quote-insensitively; ``fuzzy`` also accepts the closest admissible action at a
   rapidfuzz ratio >= ``fuzzy_threshold`` (flagged ``projected``); ``none`` sends it verbatim.
@@ -82,6 +83,8 @@ def parse_react(response: str, admissible: Sequence[str] | None = None, *, proje
         return ParsedResponse("", False, tuple(flags + ["empty_action"]))
     action, projection_flags = project(actions[0], admissible, projection, fuzzy_threshold)
     valid = not flags
+    if _ACTION.sub("", _THINK.sub("", response)).strip():
+        projection_flags += ("junk",)  # text outside the tags: reported, but not a format error
     return ParsedResponse(action, valid, tuple(flags) + projection_flags)
 
 

@@ -42,3 +42,66 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from seed_gym.agents.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model") / "model", seed=0, size="tiny")
+
+
+class FlakyProxy:
+    """A real HTTP proxy on a loopback port: the first ``failures`` POSTs get a 503, everything
+    else is forwarded to ``upstream`` (a base URL without path). ``left`` counts failures to go."""
+
+    def __init__(self, upstream: str, failures: int = 2) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import httpx
+
+        self.left = failures
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self, method: str) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if method == "POST" and proxy.left > 0:
+                    proxy.left -= 1
+                    self._reply(503, b'{"error": {"message": "overloaded"}}')
+                    return
+                upstream_reply = httpx.request(method, upstream + self.path, content=body, timeout=120,
+                                               headers={"Content-Type": "application/json"})
+                self._reply(upstream_reply.status_code, upstream_reply.content)
+
+            def _reply(self, status: int, payload: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                self._forward("GET")
+
+            def do_POST(self) -> None:  # noqa: N802
+                self._forward("POST")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def flaky_proxy():
+    """``flaky_proxy(upstream, failures=2)`` starts a :class:`FlakyProxy`; all are closed after the test."""
+    proxies: list[FlakyProxy] = []
+
+    def start(upstream: str, failures: int = 2) -> FlakyProxy:
+        proxies.append(FlakyProxy(upstream, failures))
+        return proxies[-1]
+
+    yield start
+    for proxy in proxies:
+        proxy.close()

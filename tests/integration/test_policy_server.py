@@ -10,7 +10,6 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -234,47 +233,11 @@ def test_a_server_that_hangs_up_is_retried_each_time() -> None:
         listener.close()
 
 
-def test_flaky_endpoint_is_retried(hf, url) -> None:
+def test_flaky_endpoint_is_retried(hf, url, flaky_proxy) -> None:
     """A real HTTP proxy in front of the server answers 503 to the first two POSTs, then forwards."""
-    failures = {"left": 2}
-
-    class FlakyProxy(BaseHTTPRequestHandler):
-        def _forward(self, method: str) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if method == "POST" and failures["left"] > 0:
-                failures["left"] -= 1
-                payload = b'{"error": {"message": "overloaded"}}'
-                self.send_response(503)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-                return
-            upstream = httpx.request(method, url.removesuffix("/v1") + self.path, content=body, timeout=120,
-                                     headers={"Content-Type": "application/json"})
-            self.send_response(upstream.status_code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(upstream.content)))
-            self.end_headers()
-            self.wfile.write(upstream.content)
-
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            self._forward("GET")
-
-        def do_POST(self) -> None:  # noqa: N802
-            self._forward("POST")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), FlakyProxy)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:
-        client = OpenAIBackend(f"http://127.0.0.1:{proxy.server_port}/v1", max_retries=3, backoff=0.01)
-        [remote] = client.generate([PROMPTS[0]], GREEDY)
-        assert remote.text == hf.generate([PROMPTS[0]], GREEDY)[0].text
-        assert failures["left"] == 0
-    finally:
-        proxy.shutdown()
-        proxy.server_close()
+    proxy = flaky_proxy(url.removesuffix("/v1"), failures=2)
+    client = OpenAIBackend(f"{proxy.url}/v1", max_retries=3, backoff=0.01)
+    [remote] = client.generate([PROMPTS[0]], GREEDY)
+    assert remote.text == hf.generate([PROMPTS[0]], GREEDY)[0].text
+    assert proxy.left == 0
 

@@ -171,51 +171,18 @@ def test_env_with_a_dead_server_fails_clearly() -> None:
         seed_gym.make("searchqa", entities=ENTITIES, server=f"http://127.0.0.1:{_free_port()}")
 
 
-def test_env_retries_a_server_that_fails_then_recovers(server) -> None:
+def test_env_retries_a_server_that_fails_then_recovers(server, flaky_proxy) -> None:
     """A real HTTP proxy in front of the real server answers 503 twice, then passes through."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     import seed_gym
 
     url, data = server
-    failures = {"left": 2}
-
-    class FlakyProxy(BaseHTTPRequestHandler):
-        def _forward(self, method: str) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if method == "POST" and failures["left"] > 0:
-                failures["left"] -= 1
-                self.send_response(503)
-                self.end_headers()
-                return
-            upstream = httpx.request(method, url + self.path, content=body,
-                                     headers={"Content-Type": "application/json"})
-            self.send_response(upstream.status_code)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(upstream.content)
-
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            self._forward("GET")
-
-        def do_POST(self) -> None:  # noqa: N802
-            self._forward("POST")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), FlakyProxy)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:
-        local = seed_gym.make("searchqa", entities=ENTITIES)
-        remote = seed_gym.make("searchqa", entities=ENTITIES, server=f"http://127.0.0.1:{proxy.server_port}")
-        task_id = local.task_set().split("syn_nq").task_ids[0]
-        query = data.questions[task_id]["metadata"]["hops"][0]["query"]
-        for env in (local, remote):
-            env.reset(options={"task_id": task_id})
-        assert remote.step(f"<search>{query}</search>")[0] == local.step(f"<search>{query}</search>")[0]
-        assert failures["left"] == 0
-        remote.close()
-    finally:
-        proxy.shutdown()
+    proxy = flaky_proxy(url, failures=2)
+    local = seed_gym.make("searchqa", entities=ENTITIES)
+    remote = seed_gym.make("searchqa", entities=ENTITIES, server=proxy.url)
+    task_id = local.task_set().split("syn_nq").task_ids[0]
+    query = data.questions[task_id]["metadata"]["hops"][0]["query"]
+    for env in (local, remote):
+        env.reset(options={"task_id": task_id})
+    assert remote.step(f"<search>{query}</search>")[0] == local.step(f"<search>{query}</search>")[0]
+    assert proxy.left == 0
+    remote.close()

@@ -78,3 +78,8 @@ def test_search_r1_format_rules(response, flag):
         assert parsed.valid
     else:
         assert not parsed.valid and flag in parsed.flags
+
+
+def test_text_outside_the_tags_is_flagged_as_junk_but_still_valid():
+    parsed = parse_react("Sure! <think>x</think> <action>look</action> hope that helps", ADMISSIBLE)
+    assert parsed.action == "look" and parsed.valid and parsed.flags == ("junk",)

@@ -1,6 +1,5 @@
 """Prompt templates: data files, a history window, and the same prompt for every backend."""
 
-from pathlib import Path
 
 import pytest
 
