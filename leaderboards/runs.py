@@ -11,6 +11,10 @@ Rules (the layout is documented in ``leaderboards/SUBMITTING.md``):
   writes ``DIR/<agent>/``); such local runs get metadata derived from their manifest.
 * A run must be complete: every planned episode finished.
 * Optional ``metrics.jsonl`` (training curves) sits in the submission folder or a run folder.
+* A **training run** folder (what ``seed-gym train --out DIR`` writes: ``config.json``,
+  ``metrics.jsonl``, ``evals/update-N/<split>/``) contributes the run directories of its latest
+  evaluation, named after the algorithm and model, and its eval rows as learning curves (lines of
+  ``metrics.jsonl`` without a ``split`` are per-update training statistics and are not curve points).
 
 Every problem found is reported at once in one :class:`SubmissionError`, naming the file.
 """
@@ -294,7 +298,46 @@ def load_inputs(paths: Sequence[Path]) -> list[LoadedRun]:
     return unique
 
 
+def is_training_run(path: Path) -> bool:
+    return (path / "config.json").is_file() and (path / "evals").is_dir()
+
+
+def training_curve(path: Path) -> list[CurvePoint]:
+    """The evaluation rows of a training run's ``metrics.jsonl`` (those with a ``split``)."""
+    points = []
+    for line in (path / METRICS_FILE).read_text(encoding="utf-8").splitlines() if (path / METRICS_FILE).exists() else []:
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line torn by a kill
+        if isinstance(item, dict) and "split" in item and not _curve_point_problems(item):
+            points.append(CurvePoint(item["update"], item["split"],
+                                     {k: float(v) for k, v in item.items() if k not in ("update", "split") and _is_number(v)}))
+    return sorted(points, key=lambda p: (p.split, p.update))
+
+
+def load_training_folder(path: Path) -> list[LoadedRun]:
+    """The latest evaluation of a ``seed-gym train`` run, with its learning curves."""
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))["config"]
+    except (json.JSONDecodeError, KeyError) as error:
+        raise SubmissionError(f"{path / 'config.json'}: not a seed-gym training config ({error})") from None
+    evals = sorted(p for p in (path / "evals").iterdir() if p.is_dir())
+    if not evals:
+        raise SubmissionError(f"{path}: this training run has no evaluation yet (see its eval_every)")
+    latest = evals[-1]
+    name = f"{config['algo']} {Path(config['model']).name} ({latest.name})"
+    submission = Submission(name=name, model=str(config["model"]), notes=f"seed-gym train --algo {config['algo']}")
+    runs = _load_all(find_run_dirs(latest), submission, [])
+    curve = training_curve(path)
+    for run in runs:
+        run.curve = curve
+    return runs
+
+
 def _load_one_input(path: Path) -> list[LoadedRun]:
+    if is_training_run(path):
+        return load_training_folder(path)
     if (path / SUBMISSION_FILE).exists():
         return load_submission_folder(path)
     submissions = [child for child in sorted(path.iterdir()) if (child / SUBMISSION_FILE).exists()] \

@@ -27,8 +27,15 @@ from typing import Any
 import torch
 
 from seed_gym.training.batch import StepSample
+from seed_gym.training.distributed import SINGLE, DataParallel
 from seed_gym.training.losses import LossConfig, group_advantages, total_loss
 from seed_gym.training.policy import Policy
+
+
+#: Loss statistics summed across ranks (a fixed order keeps the all-reduces aligned).
+STAT_KEYS = ("loss", "pg_loss", "clip_frac", "dual_clip_frac", "approx_kl", "kl_loss", "opd_loss", "gate_mean",
+             "gate_active_ratio", "teacher_gap_mean", "skill_sd_loss", "skill_sd_k3_mean", "skill_sd_ratio_mean",
+             "entropy")
 
 
 @dataclass
@@ -68,8 +75,9 @@ def teacher_logprobs(policy: Policy, teacher_messages: Sequence[Any], responses:
 
 def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSample],
               teacher_messages: Sequence[Any] | None, optimizer: torch.optim.Optimizer,
-              loss_config: LossConfig, settings: UpdateSettings = UpdateSettings(), *, seed: int = 0) -> dict[str, float]:
-    if not samples:
+              loss_config: LossConfig, settings: UpdateSettings = UpdateSettings(), *, seed: int = 0,
+              parallel: DataParallel = SINGLE) -> dict[str, float]:
+    if not samples and not parallel.enabled:
         raise ValueError("no step samples: every episode of this update failed")
     # 1. tokens: student prompts and the identical sampled responses
     prompts = [policy.encode_prompt(s.messages) for s in samples]
@@ -85,17 +93,20 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
     has_teacher = torch.tensor([float(teacher is not None and len(teacher[i]) > 0) for i in range(len(samples))])
 
     # 3. advantages: R normalised over all step samples of the same task
-    advantages = group_advantages([s.reward for s in samples], [s.group_id for s in samples])
+    advantages = (group_advantages([s.reward for s in samples], [s.group_id for s in samples])
+                  if samples else torch.zeros(0))
 
     # 4. optimiser steps over shuffled mini-batches of micro-batches
     policy.model.train()
     order = torch.randperm(len(samples), generator=torch.Generator().manual_seed(seed)).tolist()
-    per_mini = -(-len(order) // settings.mini_batches)
+    per_mini = max(1, -(-len(order) // settings.mini_batches))
     totals: dict[str, float] = {}
+    grad_norms: list[float] = []
     tokens_seen = 0.0
-    for start in range(0, len(order), per_mini):
-        mini = order[start:start + per_mini]
-        mini_tokens = float(sum(len(responses[i]) for i in mini)) or 1.0
+    for number in range(settings.mini_batches):  # every rank takes the same number of steps
+        mini = order[number * per_mini:(number + 1) * per_mini]
+        # token-mean over the mini-batch of *all* ranks: weights use the global token count
+        mini_tokens = parallel.sum(float(sum(len(responses[i]) for i in mini))) or 1.0
         optimizer.zero_grad(set_to_none=True)
         for m_start in range(0, len(mini), settings.micro_batch):
             idx = mini[m_start:m_start + settings.micro_batch]
@@ -112,18 +123,24 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
             tokens_seen += float(mask.sum().item())
             for key, value in stats.items():
                 totals[key] = totals.get(key, 0.0) + value * float(mask.sum().item())
+        parallel.sum_gradients(policy.model)
         grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), settings.grad_clip)
         optimizer.step()
-        totals["grad_norm"] = totals.get("grad_norm", 0.0) + float(grad_norm) * mini_tokens
+        grad_norms.append(float(grad_norm))  # identical on every rank after the all-reduce
     policy.model.eval()
 
-    # 5. statistics, token-weighted over the whole update
-    result = {key: value / max(tokens_seen, 1.0) for key, value in totals.items()}
-    rewards = torch.tensor([s.reward for s in samples])
+    # 5. statistics, token-weighted over the whole update and all ranks
+    global_tokens = parallel.sum(tokens_seen)
+    result = {key: parallel.sum(totals.get(key, 0.0)) / max(global_tokens, 1.0) for key in STAT_KEYS
+              if parallel.sum(float(key in totals)) > 0}  # a term some rank computed
+    result["grad_norm"] = sum(grad_norms) / len(grad_norms)
+    count = parallel.sum(float(len(samples))) or 1.0
     result.update({
-        "samples": float(len(samples)), "response_tokens": tokens_seen,
-        "reward_mean": float(rewards.mean()), "advantage_abs_mean": float(advantages.abs().mean()),
-        "teacher_coverage": float(has_teacher.mean()) if teacher is not None else 0.0,
-        "format_valid_rate": float(sum(s.valid_format for s in samples) / len(samples)),
+        "samples": count, "response_tokens": global_tokens,
+        "reward_mean": parallel.sum(sum(s.reward for s in samples)) / count,
+        "advantage_abs_mean": parallel.sum(float(advantages.abs().sum())) / count,
+        "teacher_coverage": parallel.sum(float(has_teacher.sum())) / count if teacher is not None else 0.0,
+        "format_valid_rate": parallel.sum(float(sum(s.valid_format for s in samples))) / count,
+        "rank_param_spread": parallel.parameter_spread(policy.model),
     })
     return result

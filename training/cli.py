@@ -16,8 +16,8 @@ SHOWN = ("success_rate", "reward_mean", "loss", "pg_loss", "opd_loss", "gate_mea
 
 
 def _describe(row: dict[str, Any]) -> str:
-    if "eval" in row:
-        return f"eval {row['eval']}: success {100 * row['success_rate']:.1f}% over {row['episodes']} episodes"
+    if "split" in row:
+        return f"eval {row['split']}: success {100 * row['success_rate']:.1f}% over {row['episodes']} episodes"
     return "  ".join(f"{k}={row[k]:.4g}" for k in SHOWN if isinstance(row.get(k), (int, float)))
 
 

@@ -37,6 +37,7 @@ from seed_gym.rollout import plan_episodes, run_rollouts
 from seed_gym.training.algorithms import UpdateSettings, rl_update
 from seed_gym.training.batch import samples_from_records
 from seed_gym.training.config import TrainConfig
+from seed_gym.training.distributed import SINGLE, DataParallel
 from seed_gym.training.losses import LossConfig
 from seed_gym.training.policy import Policy
 from seed_gym.training.runs import TrainRun
@@ -94,7 +95,7 @@ def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpo
         summary = evaluate(EvalConfig(env=config.env, split=split, agent=agent, out=run.eval_dir(update, split),
                                       n=config.eval_n, seed=config.seed, max_steps=config.eval_max_steps,
                                       backend=config.env_backend, workers=config.workers, env_kwargs=config.env_args))
-        row = {"update": update, "eval": split, "episodes": summary["episodes"],
+        row = {"update": update, "split": split, "episodes": summary["episodes"],
                "success_rate": summary["success_rate"], "mean_score": summary["mean_score"],
                "mean_steps": summary["mean_steps"], "invalid_action_rate": summary["invalid_action_rate"],
                "ci95": summary.get("ci95", {}).get("success_rate"), "run_dir": summary["run_dir"]}
@@ -122,31 +123,36 @@ def due(update: int, every: int, last: int) -> bool:
 
 # -- RL ------------------------------------------------------------------------------------------
 def collect_rollouts(config: TrainConfig, run: TrainRun, update: int, pool: Any, policy: Policy,
-                     train_ids: list[str]) -> list[EpisodeRecord]:
-    """This update's episodes, played by the current policy (or read back after a kill)."""
+                     train_ids: list[str], parallel: DataParallel = SINGLE) -> list[EpisodeRecord]:
+    """This update's episodes of this rank, played by the current policy (or read back after a kill)."""
     rng = random.Random(f"{config.seed}:{update}")
-    tasks = rng.sample(train_ids, min(config.rl_tasks(), len(train_ids)))
+    tasks = parallel.shard(rng.sample(train_ids, min(config.rl_tasks(), len(train_ids))))
     episodes = plan_episodes(tasks, group=config.group, seed=config.seed * 100_003 + update)
-    rundir = RunDir(run.rollout_dir(update))
+    folder = run.rollout_dir(update)
+    rundir = RunDir(folder / f"rank-{parallel.rank}" if parallel.enabled else folder)
     rundir.open({"update": update, "tasks": tasks, "group": config.group}, {"algo": config.algo})
     done = rundir.finished()
     todo = [e for e in episodes if e.episode_id not in done]
     if todo:
         params = agent_params(config, temperature=config.temperature, logprobs=True)
         agent = ModelAgent(AgentSpec("hf", str(policy.path), tuple(sorted(params.items()))),
-                           seed=config.seed * 7919 + update, backend=policy.backend(), env_id=config.env)
+                           seed=config.seed * 7919 + update * 31 + parallel.rank, backend=policy.backend(),
+                           env_id=config.env)
         run_rollouts(pool, agent, todo, on_records=rundir.append)
     finished = rundir.finished()
     return [finished[e.episode_id] for e in episodes if e.episode_id in finished]
 
 
-def rollout_stats(records: list[EpisodeRecord]) -> dict[str, float]:
+def rollout_stats(records: list[EpisodeRecord], parallel: DataParallel = SINGLE) -> dict[str, float]:
+    """Success, score, length and invalid rate of an update's episodes over all ranks."""
     ok = [r for r in records if r.status != "error"]
-    n = max(1, len(ok))
-    return {"episodes": float(len(ok)), "errors": float(len(records) - len(ok)),
-            "success_rate": sum(r.won for r in ok) / n, "mean_score": sum(r.score for r in ok) / n,
-            "episode_length": sum(r.num_steps for r in ok) / n,
-            "invalid_action_rate": sum(r.num_invalid for r in ok) / max(1, sum(r.num_steps for r in ok))}
+    sums = [parallel.sum(value) for value in (
+        len(ok), len(records) - len(ok), sum(r.won for r in ok), sum(r.score for r in ok),
+        sum(r.num_steps for r in ok), sum(r.num_invalid for r in ok))]
+    episodes, errors, won, score, steps, invalid = sums
+    return {"episodes": episodes, "errors": errors, "success_rate": won / max(1.0, episodes),
+            "mean_score": score / max(1.0, episodes), "episode_length": steps / max(1.0, episodes),
+            "invalid_action_rate": invalid / max(1.0, steps)}
 
 
 def loss_config_of(config: TrainConfig) -> LossConfig:
@@ -155,17 +161,20 @@ def loss_config_of(config: TrainConfig) -> LossConfig:
     return LossConfig.for_algo(config.algo, **overrides)
 
 
-def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None) -> list[dict[str, Any]]:
+def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
+             parallel: DataParallel = SINGLE) -> list[dict[str, Any]]:
     resumed = resume_point(run, config)
     torch.manual_seed(config.seed)
-    policy = Policy.load(resumed.model_dir, dtype=config.dtype, device=config.device,
+    device = parallel.device(config.device)
+    policy = Policy.load(resumed.model_dir, dtype=config.dtype, device=device,
                          max_prompt_tokens=config.max_prompt_tokens)
     loss_config = loss_config_of(config)
-    reference = Policy.load(config.model, dtype=config.dtype, device=config.device).frozen_copy() if loss_config.kl_coef else None
+    reference = Policy.load(config.model, dtype=config.dtype, device=device).frozen_copy() if loss_config.kl_coef else None
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     if resumed.optimizer_state is not None:
         optimizer.load_state_dict(resumed.optimizer_state)
-    run.truncate_metrics(resumed.update)
+    if parallel.is_main:
+        run.truncate_metrics(resumed.update)
     env = make(config.env, **config.env_args)
     train_ids = env.task_set().split(config.train_split).task_ids
     teachers = TeacherSource(config.algo, config.env, policy_backend=policy.backend(), env=env,
@@ -175,33 +184,56 @@ def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None) ->
     settings = UpdateSettings(micro_batch=config.micro_batch, mini_batches=config.mini_batches,
                               grad_clip=config.grad_clip)
     rows: list[dict[str, Any]] = []
-    slots = min(config.rl_tasks() * config.group, 64)
+    slots = max(1, min(-(-config.rl_tasks() // parallel.world) * config.group, 64))
     env_kwargs = {**config.env_args, "max_steps": config.rl_max_steps()}
     try:
         with make_pool(config.env_backend, config.env, env_kwargs, num_slots=slots, workers=config.workers) as pool:
             for update in range(resumed.update + 1, config.updates + 1):
-                started = time.perf_counter()
-                records = collect_rollouts(config, run, update, pool, policy, train_ids)
-                rolled = time.perf_counter()
-                samples = samples_from_records([r for r in records if r.status != "error"], policy.tokenizer, config.env)
-                teacher_messages, skill_stats = teachers.teacher_messages(records, samples)
-                stats = rl_update(policy, reference, samples, teacher_messages, optimizer, loss_config, settings,
-                                  seed=config.seed * 1_000_003 + update)
-                seconds = time.perf_counter() - started
-                row = {"update": update, "algo": config.algo, **rollout_stats(records), **skill_stats, **stats,
-                       "rollout_seconds": rolled - started, "update_seconds": seconds - (rolled - started),
-                       "seconds": seconds, "train_tokens_per_s": stats["response_tokens"] / max(1e-9, seconds - (rolled - started))}
-                run.log(row)
+                row = rl_step(config, run, update, pool, policy, reference, optimizer, loss_config, settings,
+                              teachers, train_ids, parallel)
                 rows.append(row)
-                if on_row:
-                    on_row(row)
-                evaluate_now = config.eval_every > 0 and due(update, config.eval_every, config.updates)
-                if evaluate_now or due(update, config.save_every, config.updates):
-                    checkpoint = save_checkpoint(run, policy, optimizer, update, config.keep_checkpoints)
-                    if evaluate_now:
-                        rows += evaluate_checkpoint(config, run, update, checkpoint, on_row)
+                if parallel.is_main:
+                    run.log(row)
+                    if on_row:
+                        on_row(row)
+                rows += checkpoint_and_evaluate(config, run, update, policy, optimizer, parallel, on_row)
     finally:
         env.close()
+    return rows
+
+
+def rl_step(config: TrainConfig, run: TrainRun, update: int, pool: Any, policy: Policy, reference: Policy | None,
+            optimizer: Any, loss_config: LossConfig, settings: UpdateSettings, teachers: TeacherSource,
+            train_ids: list[str], parallel: DataParallel) -> dict[str, Any]:
+    """Rollouts -> samples -> teachers -> one update; returns the update's metrics row."""
+    started = time.perf_counter()
+    records = collect_rollouts(config, run, update, pool, policy, train_ids, parallel)
+    rolled = time.perf_counter()
+    samples = samples_from_records([r for r in records if r.status != "error"], policy.tokenizer, config.env)
+    teacher_messages, skill_stats = teachers.teacher_messages(records, samples)
+    stats = rl_update(policy, reference, samples, teacher_messages, optimizer, loss_config, settings,
+                      seed=config.seed * 1_000_003 + update, parallel=parallel)
+    seconds = time.perf_counter() - started
+    update_seconds = seconds - (rolled - started)
+    if parallel.enabled:  # parse rates over all ranks
+        parsed = parallel.sum(skill_stats.get("skills_parsed", 0.0))
+        analyzed = parallel.sum(float(len(records)) if "skills_parsed" in skill_stats else 0.0)
+        skill_stats = {"skills_parsed": parsed, "skill_parse_rate": parsed / analyzed} if analyzed else {}
+    return {"update": update, "algo": config.algo, "ranks": parallel.world, **rollout_stats(records, parallel),
+            **skill_stats, **stats, "rollout_seconds": rolled - started, "update_seconds": update_seconds,
+            "seconds": seconds, "train_tokens_per_s": stats["response_tokens"] / max(1e-9, update_seconds)}
+
+
+def checkpoint_and_evaluate(config: TrainConfig, run: TrainRun, update: int, policy: Policy, optimizer: Any,
+                            parallel: DataParallel, on_row: OnRow | None) -> list[dict[str, Any]]:
+    """Rank 0 saves (and evaluates) when due; every rank waits for it."""
+    rows: list[dict[str, Any]] = []
+    evaluate_now = config.eval_every > 0 and due(update, config.eval_every, config.updates)
+    if parallel.is_main and (evaluate_now or due(update, config.save_every, config.updates)):
+        checkpoint = save_checkpoint(run, policy, optimizer, update, config.keep_checkpoints)
+        if evaluate_now:
+            rows = evaluate_checkpoint(config, run, update, checkpoint, on_row)
+    parallel.barrier()
     return rows
 
 
@@ -278,8 +310,16 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
 
 
 def train(config: TrainConfig, on_row: OnRow | None = None) -> list[dict[str, Any]]:
+    parallel = DataParallel()  # torchrun sets WORLD_SIZE; alone it is a single process
     run = TrainRun(config.out)
-    run.open(config.identity(), config.model_dump())
-    if config.algo == "sft":
-        return train_sft_run(config, run, on_row)
-    return train_rl(config, run, on_row)
+    try:
+        if parallel.is_main:
+            run.open(config.identity(), config.model_dump())
+        parallel.barrier()
+        if config.algo == "sft":
+            if parallel.enabled:
+                raise ValueError("SFT runs in one process; launch it without torchrun")
+            return train_sft_run(config, run, on_row)
+        return train_rl(config, run, on_row, parallel)
+    finally:
+        parallel.close()

@@ -38,7 +38,7 @@ def test_every_algorithm_runs_updates_end_to_end_on_every_env(tiny_model_dir, tm
     # SEED's own analyzer is the untrained tiny model here: short analyses keep the test quick,
     # and its (unparseable) skills simply give no distillation signal.
     rows = run_training(tiny_model_dir, tmp_path / "run", algo, env, analyzer_max_new_tokens=16)
-    updates = [r for r in rows if "eval" not in r]
+    updates = [r for r in rows if "split" not in r]
     assert [r["update"] for r in updates] == [1, 2]
     for row in updates:
         assert row["episodes"] == 4 and row["samples"] >= 4 and row["response_tokens"] > 0
@@ -71,14 +71,14 @@ def test_updates_change_the_weights_and_checkpoints_load_as_agents(tiny_model_di
     before = load_file(str(tiny_model_dir / "model.safetensors"))
     after = load_file(str(tmp_path / "run" / "checkpoints" / "update-000001" / "model.safetensors"))
     assert any(not (before[k] == after[k]).all() for k in before if k in after)
-    evals = [r for r in rows if "eval" in r]
-    assert {r["eval"] for r in evals} == {"test", "unseen"} and all(r["episodes"] == 1 for r in evals)
+    evals = [r for r in rows if "split" in r]
+    assert {r["split"] for r in evals} == {"test", "unseen"} and all(r["episodes"] == 1 for r in evals)
 
 
 def test_sft_on_expert_trajectories_lowers_the_loss(tiny_model_dir, tmp_path):
     rows = run_training(tiny_model_dir, tmp_path / "run", "sft", "webshop", sft_tasks=6, sft_epochs=3,
                         sft_lr=3e-3, sft_batch=8, max_steps=None)
-    epochs = [r for r in rows if "eval" not in r]
+    epochs = [r for r in rows if "split" not in r]
     assert [r["update"] for r in epochs] == [1, 2, 3]
     assert epochs[0]["examples"] > 6 and epochs[-1]["loss"] < epochs[0]["loss"]
 
@@ -123,3 +123,23 @@ def test_a_killed_training_run_resumes_from_its_checkpoint(tiny_model_dir, tmp_p
     again = subprocess.run(args, capture_output=True, text=True)  # a finished run does nothing more
     assert again.returncode == 0
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 4
+
+
+def test_two_torchrun_ranks_train_one_model_in_sync(tiny_model_dir, tmp_path):
+    """Data parallelism on CPU (gloo): each rank rolls out half the tasks, gradients are summed,
+    and the replicas end every update with identical weights."""
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "seed_gym.cli", "train",
+            "--algo", "sdar", "--env", "searchqa", "--model", str(tiny_model_dir), "--updates", "2",
+            "--out", str(out), "--set", "tasks_per_update=4", "--set", "lr=0.001"]
+    for key, value in SMALL.items():
+        if key not in ("updates", "tasks_per_update"):
+            args += ["--set", f"{key}={json.dumps(value)}"]
+    result = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == [1, 2]
+    for row in rows:
+        assert row["ranks"] == 2 and row["episodes"] == 8  # 4 tasks x group 2, over both ranks
+        assert row["rank_param_spread"] == 0.0 and row["gate_mean"] > 0
+    assert sorted(p.name for p in (out / "rollouts" / "update-000001").iterdir()) == ["rank-0", "rank-1"]
