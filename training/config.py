@@ -83,6 +83,8 @@ class TrainConfig(BaseModel):
     eval_n: Optional[int] = 128
     eval_temperature: float = 0.4
     eval_max_steps: Optional[int] = None
+    eval_batch: int = 16          # episodes played in lock-step (one batched forward per tick)
+    eval_initial: bool = False    # also evaluate the starting model, as update 0
     save_every: int = 1
     keep_checkpoints: int = 2
 

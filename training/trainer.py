@@ -94,7 +94,9 @@ def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpo
     for split in config.eval_splits or default_eval_splits(config):
         summary = evaluate(EvalConfig(env=config.env, split=split, agent=agent, out=run.eval_dir(update, split),
                                       n=config.eval_n, seed=config.seed, max_steps=config.eval_max_steps,
-                                      backend=config.env_backend, workers=config.workers, env_kwargs=config.env_args))
+                                      backend=config.env_backend, workers=config.workers,
+                                      envs_per_worker=-(-config.eval_batch // config.workers),
+                                      env_kwargs=config.env_args))
         row = {"update": update, "split": split, "episodes": summary["episodes"],
                "success_rate": summary["success_rate"], "mean_score": summary["mean_score"],
                "mean_steps": summary["mean_steps"], "invalid_action_rate": summary["invalid_action_rate"],
@@ -115,6 +117,13 @@ def default_eval_splits(config: TrainConfig) -> list[str]:
         env.close()
     wanted = ["seen", "unseen"] if "seen" in names else ["test", "unseen"]
     return [name for name in wanted if name in names]
+
+
+def evaluate_initial(config: TrainConfig, run: TrainRun, start: int, on_row: OnRow | None) -> list[dict[str, Any]]:
+    """The starting model as update 0 of the learning curve (when asked, and not resuming)."""
+    if not config.eval_initial or start != 0 or config.eval_every <= 0:
+        return []
+    return evaluate_checkpoint(config, run, 0, Path(config.model), on_row)
 
 
 def due(update: int, every: int, last: int) -> bool:
@@ -183,7 +192,8 @@ def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
                              analyzer_max_new_tokens=config.analyzer_max_new_tokens)
     settings = UpdateSettings(micro_batch=config.micro_batch, mini_batches=config.mini_batches,
                               grad_clip=config.grad_clip)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = evaluate_initial(config, run, resumed.update, on_row) if parallel.is_main else []
+    parallel.barrier()
     slots = max(1, min(-(-config.rl_tasks() // parallel.world) * config.group, 64))
     env_kwargs = {**config.env_args, "max_steps": config.rl_max_steps()}
     try:
@@ -283,7 +293,7 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.sft_lr, weight_decay=config.weight_decay)
     if resumed.optimizer_state is not None:
         optimizer.load_state_dict(resumed.optimizer_state)
-    rows: list[dict[str, Any]] = []
+    rows = evaluate_initial(config, run, resumed.update, on_row)
     for epoch in range(resumed.update + 1, config.sft_epochs + 1):
         started, losses, tokens = time.perf_counter(), [], 0
 

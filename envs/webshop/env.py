@@ -10,7 +10,10 @@
   reward (0 without a purchase); ``won`` = reward == 1. Max steps 15; ``family`` = category.
 * ``expert=True``: ``info["expert_action"]`` searches the goal's query (the product's title when
   the query does not reach the goal product in the top 50), pages to the goal product, opens it,
-  picks the goal options and buys.
+  picks the goal options and buys. ``expert_search="instruction"`` makes it search the
+  instruction first (the suggested admissible search, which needs no privileged product name),
+  falling back to the query when that search misses the goal product: demonstrations a policy
+  that sees only the page can imitate.
 """
 
 from __future__ import annotations
@@ -26,8 +29,18 @@ ENV_VERSION = "1"
 OBSERVATION_MODES = ("text", "text_rich")
 
 
-def expert_keywords(shop: Shop, goal: dict[str, Any]) -> str:
-    """The expert's search: the goal's query, or the product title when the query misses it."""
+EXPERT_SEARCHES = ("query", "instruction")
+
+
+def expert_keywords(shop: Shop, goal: dict[str, Any], search: str = "query") -> str:
+    """The expert's search: the instruction first when ``search="instruction"`` and it finds the
+    goal product; else the goal's query, or the product title when the query misses it."""
+    if search not in EXPERT_SEARCHES:
+        raise ValueError(f"expert_search must be one of {EXPERT_SEARCHES}, got {search!r}")
+    if search == "instruction":
+        instruction = str(goal["instruction_text"]).lower()
+        if goal["asin"] in shop.search(instruction.split(" ")):
+            return instruction
     query = str(goal["query"]).lower()
     if goal["asin"] in shop.search(query.split(" ")):
         return query
@@ -80,6 +93,7 @@ class WebShopBase(TextEnv):
 
     def __init__(self, *, data: str | None = None, num_products: int = 1000, seed: int = 0,
                  goals: str = "synthetic", observation_mode: str = "text", expert: bool = False,
+                 expert_search: str = "query",
                  split: str = "train", max_steps: int | None = None, render_mode: str | None = None) -> None:
         """``data``: None (SynShop, ``num_products`` from ``seed``) or a folder of upstream files."""
         super().__init__(max_steps=max_steps, render_mode=render_mode)
@@ -88,6 +102,9 @@ class WebShopBase(TextEnv):
         self.shop = get_shop(data, num_products=int(num_products), seed=int(seed), goals=goals)
         self.observation_mode = observation_mode
         self.expert = bool(expert)
+        if expert_search not in EXPERT_SEARCHES:
+            raise ValueError(f"expert_search must be one of {EXPERT_SEARCHES}, got {expert_search!r}")
+        self.expert_search = expert_search
         self.default_split = split
         self._expert_keywords = ""
 
@@ -98,7 +115,7 @@ class WebShopBase(TextEnv):
     def _start(self, task_id: str) -> tuple[dict[str, Any], TaskInfo]:
         """The goal of ``task_id`` and its task info; sets up the expert's search."""
         goal = self.shop.goal(task_id)
-        self._expert_keywords = expert_keywords(self.shop, goal) if self.expert else ""
+        self._expert_keywords = expert_keywords(self.shop, goal, self.expert_search) if self.expert else ""
         split = next((n for n, s in self.shop.task_set.splits.items() if task_id in s), "train")
         return goal, TaskInfo(id=task_id, split=split, family=str(goal["category"]),
                               instruction=str(goal["instruction_text"]))

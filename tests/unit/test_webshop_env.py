@@ -123,3 +123,17 @@ def test_registered_with_gymnasium(env):
     registry.list_envs()
     made = gymnasium.make("seed_gym/WebShop-v0", num_products=N, seed=5)
     assert made.unwrapped.shop is env.shop and made.unwrapped.max_steps == 15
+
+
+def test_an_instruction_searching_expert_starts_with_the_suggested_search_and_still_wins():
+    env = WebShopEnv(num_products=N, seed=5, expert=True, expert_search="instruction")
+    task_ids = env.task_set().split("test").task_ids[:20]
+    suggested = 0
+    for task_id in task_ids:
+        _, info = env.reset(options={"task_id": task_id})
+        suggested += info["expert_action"] == info["admissible_actions"][0]  # search[<instruction>]
+        reward, terminated, _ = play_expert(env, task_id)
+        assert terminated and reward == 1.0
+    assert suggested >= len(task_ids) // 2  # most goals are found by their own instruction
+    with pytest.raises(ValueError, match="expert_search"):
+        WebShopEnv(num_products=N, seed=5, expert_search="brand")
