@@ -5,12 +5,13 @@ backends. Per tick the agent builds one prompt per live episode (template + hist
 makes *one* batched backend call, parses each response into an env action, and returns
 :class:`~seed_gym.agent.AgentAction` objects whose ``meta`` the episode record keeps: template id
 and sha, prompt sha, token counts, latency, parse flags, finish reason — and, with
-``@logprobs=1``, the sampled token ids and their log-probs for training.
+``@logprobs=1``, the sampled token ids and their log-probs (``@tokens=1``: the ids alone, which is
+what training needs — it recomputes θ_old log-probs itself, so generation skips that pass).
 
 Spec options (``hf:models/tiny@temperature=0.4,history=3``): ``temperature``, ``top_p``,
 ``top_k``, ``max_new_tokens``, ``history``, ``template`` (a TOML path), ``projection``
 (``exact``/``fuzzy``/``none``), ``require_think``, ``record_prompt`` (``full``/``hash``),
-``logprobs``; anything else goes to the backend (``dtype``, ``batch_size``, ``model``, ...).
+``logprobs``, ``tokens``; anything else goes to the backend (``dtype``, ``batch_size``, ``model``, ...).
 """
 
 from __future__ import annotations
@@ -49,13 +50,15 @@ class AgentOptions:
     require_think: bool = True
     record_prompt: str = "full"
     logprobs: bool = False
+    tokens: bool = False               # keep the sampled token ids (training); logprobs implies it
 
     @classmethod
     def split(cls, options: Mapping[str, str]) -> tuple["AgentOptions", dict[str, str]]:
         """Agent options from a spec; returns the rest (backend options) untouched."""
         types: dict[str, Callable[[str], Any]] = {
             "temperature": float, "top_p": float, "top_k": int, "max_new_tokens": int, "history": int,
-            "template": str, "projection": str, "require_think": _flag, "record_prompt": str, "logprobs": _flag}
+            "template": str, "projection": str, "require_think": _flag, "record_prompt": str, "logprobs": _flag,
+            "tokens": _flag}
         mine, rest = {}, {}
         for key, value in options.items():
             if key in types:
@@ -168,8 +171,9 @@ class ModelAgent(Agent):
         }
         if self.template.system:
             meta["system"] = self.template.system
-        if self.options.logprobs:
+        if self.options.logprobs or self.options.tokens:
             meta["token_ids"] = generation.token_ids
+        if self.options.logprobs:
             meta["logprobs"] = generation.logprobs
         return AgentAction(action=parsed.action, response=generation.text,
                            prompt=prompt_text if self.options.record_prompt == "full" else None,

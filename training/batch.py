@@ -8,7 +8,7 @@ Rules:
 
 * A sample is the prompt the policy saw at that step (chat messages, rebuilt from the record) and
   the response tokens it sampled. The record keeps the sampled token ids when the agent ran with
-  ``@logprobs=1`` (training always does); otherwise the response text is re-tokenised, plus EOS
+  ``@tokens=1`` or ``@logprobs=1`` (training always does); otherwise the response text is re-tokenised, plus EOS
   when the generation ended by stopping.
 * The reward of a step sample is the episode reward (scale x won — ALFWorld and WebShop 10,
   Search-QA 1, i.e. EM) minus the format penalty (0.1; Search-QA 0.01) when that step's response

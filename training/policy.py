@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seed_gym.agents.backends.hf import HFBackend, import_torch_transformers, load_tokenizer, pick_device, pick_dtype, render_prompt
+from seed_gym.agents.backends.base import render_prompt
+from seed_gym.agents.backends.hf import HFBackend, import_torch_transformers, load_tokenizer, pick_device, pick_dtype
 from seed_gym.agents.backends.scoring import chunk_rows, forward_logprobs, pack_left
 from seed_gym.agents.checkpoints import resolve_model_dir
 

@@ -70,13 +70,13 @@ def save_checkpoint(run: TrainRun, policy: Policy, optimizer: Any, update: int, 
     return folder
 
 
-def agent_params(config: TrainConfig, *, temperature: float, logprobs: bool) -> dict[str, str]:
+def agent_params(config: TrainConfig, *, temperature: float, tokens: bool) -> dict[str, str]:
     params = {"temperature": str(temperature), "max_new_tokens": str(config.max_new_tokens),
               "projection": config.projection}
     if config.history is not None:
         params["history"] = str(config.history)
-    if logprobs:
-        params["logprobs"] = "1"
+    if tokens:
+        params["tokens"] = "1"  # records keep the sampled ids; rl_update recomputes θ_old log-probs
     return params
 
 
@@ -89,7 +89,7 @@ def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpo
                         on_row: OnRow | None = None) -> list[dict[str, Any]]:
     """Plain-prompt evaluation of a checkpoint on every eval split (seen / unseen); one metrics row each."""
     agent = spec_string("hf", str(checkpoint), {**agent_params(config, temperature=config.eval_temperature,
-                                                                logprobs=False), "dtype": config.dtype})
+                                                                tokens=False), "dtype": config.dtype})
     rows = []
     for split in config.eval_splits or default_eval_splits(config):
         summary = evaluate(EvalConfig(env=config.env, split=split, agent=agent, out=run.eval_dir(update, split),
@@ -143,7 +143,7 @@ def collect_rollouts(config: TrainConfig, run: TrainRun, update: int, pool: Any,
     done = rundir.finished()
     todo = [e for e in episodes if e.episode_id not in done]
     if todo:
-        params = agent_params(config, temperature=config.temperature, logprobs=True)
+        params = agent_params(config, temperature=config.temperature, tokens=True)
         agent = ModelAgent(AgentSpec("hf", str(policy.path), tuple(sorted(params.items()))),
                            seed=config.seed * 7919 + update * 31 + parallel.rank, backend=policy.backend(),
                            env_id=config.env)
@@ -254,7 +254,7 @@ def sft_records(config: TrainConfig, run: TrainRun) -> list[EpisodeRecord]:
     if config.sft_data == "expert":
         agent, group, out = "expert", 1, run.out / "data" / "expert"
     else:
-        params = agent_params(config, temperature=config.temperature, logprobs=False)
+        params = agent_params(config, temperature=config.temperature, tokens=False)
         agent, group, out = spec_string("hf", config.model, {**params, "dtype": config.dtype}), config.group, run.out / "data" / "base-policy"
     evaluate(EvalConfig(env=config.env, split=config.train_split, agent=agent, out=out, n=config.sft_tasks,
                         group=group, seed=config.seed, max_steps=config.max_steps, backend=config.env_backend,

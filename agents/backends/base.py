@@ -98,6 +98,18 @@ def is_chat(prompt: Prompt) -> bool:
     return not isinstance(prompt, str)
 
 
+def render_prompt(tokenizer: Any, prompt: Prompt) -> str:
+    """The text a local model sees: strings verbatim; chat messages through the tokenizer's chat
+    template with the assistant turn opened, or :func:`plain_render` when it has none. Every local
+    backend (hf, vllm) and the trainer render through this one function, so they agree."""
+    if not is_chat(prompt):
+        return str(prompt)
+    messages = [dict(message) for message in prompt]
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return plain_render(messages)
+
+
 def plain_render(messages: Sequence[Message]) -> str:
     """How a model *without* a chat template sees messages: their contents, one per paragraph.
 

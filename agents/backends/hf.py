@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from seed_gym.agents.backends.base import (
-    BackendError, Generation, Prompt, SamplingParams, cut_at_stop, is_chat, plain_render)
+    BackendError, Generation, Prompt, SamplingParams, cut_at_stop, render_prompt)
 from seed_gym.agents.checkpoints import resolve_model_dir
 
 INSTALL_HINT = 'install the model extra: pip install "seed-gym[hf]" (torch==2.13.0 and transformers)'
@@ -60,17 +60,6 @@ def load_tokenizer(path: Path) -> Any:
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
-
-
-def render_prompt(tokenizer: Any, prompt: Prompt) -> str:
-    """The text the model sees: chat messages through the tokenizer's chat template (with the
-    assistant turn opened), or the plain text when there is no template or the prompt is a string."""
-    if not is_chat(prompt):
-        return str(prompt)
-    messages = [dict(m) for m in prompt]
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return plain_render(messages)
 
 
 class HFBackend:

