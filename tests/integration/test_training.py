@@ -143,3 +143,31 @@ def test_two_torchrun_ranks_train_one_model_in_sync(tiny_model_dir, tmp_path):
         assert row["ranks"] == 2 and row["episodes"] == 8  # 4 tasks x group 2, over both ranks
         assert row["rank_param_spread"] == 0.0 and row["gate_mean"] > 0
     assert sorted(p.name for p in (out / "rollouts" / "update-000001").iterdir()) == ["rank-0", "rank-1"]
+
+
+def test_hindsight_skill_sft_learns_to_write_the_analyzers_skills(tiny_model_dir, tmp_path):
+    """SEED stage 1: base-policy episodes, labelled by the rule analyzer, NLL on the skill JSON."""
+    rows = run_training(tiny_model_dir, tmp_path / "run", "sft", "searchqa", sft_data="skills", analyzer="rule",
+                        sft_tasks=3, sft_epochs=2, sft_lr=3e-3, sft_batch=4, max_steps=2)
+    epochs = [r for r in rows if "split" not in r]
+    assert [r["update"] for r in epochs] == [1, 2] and epochs[0]["sft_data"] == "skills"
+    assert epochs[0]["examples"] == 6  # 3 tasks x group 2, every episode labelled
+    assert epochs[-1]["loss"] < epochs[0]["loss"]
+
+
+def test_prompts_rebuilt_from_records_are_the_prompts_the_model_saw(tiny_model_dir, tmp_path):
+    """Behaviour cloning replays records through the template; it must reproduce the agent's prompts."""
+    from seed_gym.agents.prompts import PromptBuilder, template_for_env
+    from seed_gym.evaluate import EvalConfig, evaluate
+    from seed_gym.records import RunDir
+    from seed_gym.training.batch import rebuilt_prompts
+
+    for env in ("webshop", "searchqa"):
+        out = tmp_path / env
+        evaluate(EvalConfig(env=env, split="test", agent=f"hf:{tiny_model_dir}@max_new_tokens=12,history=2",
+                            out=out, n=2, max_steps=4, backend="inline", workers=1))
+        builder = PromptBuilder(template_for_env(env), history_length=2)
+        for record in RunDir(out).finished().values():
+            assert len(record.steps) >= 2
+            rebuilt = [messages[-1]["content"] for messages in rebuilt_prompts(record, builder)]
+            assert rebuilt == [step.prompt for step in record.steps]

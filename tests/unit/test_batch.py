@@ -1,0 +1,50 @@
+"""Records -> step samples: one sample per env step, the episode reward minus the format penalty."""
+
+import pytest
+
+from seed_gym.records import EpisodeRecord, StepRecord
+from seed_gym.training.batch import reward_rule, samples_from_records
+
+
+class WordTokenizer:
+    eos_token_id = 99
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [len(word) for word in text.split()]}
+
+
+def record(won: bool, valid: list[bool], episode: str = "t1#0") -> EpisodeRecord:
+    steps = [StepRecord(t=i, observation=f"obs {i}", action="look", reward=0.0, invalid_action=False,
+                        response="<think>x</think><action>look</action>", prompt=f"prompt {i}", valid_format=v,
+                        meta={"token_ids": [i, 7], "finish_reason": "stop"})
+             for i, v in enumerate(valid)]
+    return EpisodeRecord(episode_id=episode, task={"id": episode.split("#")[0], "family": "pick"}, agent="hf:x",
+                         group_index=0, seed=0, steps=steps, final_observation="", won=won, score=float(won),
+                         total_reward=float(won), status="completed", wall_seconds=0.0)
+
+
+def test_every_step_carries_the_episode_reward_less_its_own_format_penalty():
+    samples = samples_from_records([record(True, [True, False, True])], WordTokenizer(), "alfworld")
+    assert [s.reward for s in samples] == pytest.approx([10.0, 9.9, 10.0])
+    assert [s.response_ids for s in samples] == [[0, 7], [1, 7], [2, 7]]  # the recorded sampled ids
+    assert {s.group_id for s in samples} == {"t1"} and samples[1].messages == [{"role": "user", "content": "prompt 1"}]
+
+
+def test_search_qa_rewards_exact_match_with_a_smaller_penalty():
+    samples = samples_from_records([record(False, [False])], WordTokenizer(), "searchqa")
+    assert samples[0].reward == pytest.approx(-0.01)
+    assert reward_rule("webshop-browser") == reward_rule("webshop") == (10.0, 0.1)
+
+
+def test_responses_without_recorded_ids_are_retokenised_with_eos_when_they_stopped():
+    rec = record(True, [True])
+    rec.steps[0].meta = {"finish_reason": "stop"}
+    rec.steps[0].response = "ab cde"
+    assert samples_from_records([rec], WordTokenizer(), "webshop")[0].response_ids == [2, 3, 99]
+
+
+def test_records_that_kept_only_prompt_hashes_cannot_be_trained_on():
+    rec = record(True, [True])
+    rec.steps[0].prompt = None
+    with pytest.raises(ValueError, match="record_prompt=hash"):
+        samples_from_records([rec], WordTokenizer(), "webshop")
