@@ -33,6 +33,8 @@ def import_torch_transformers() -> tuple[Any, Any]:
         import transformers
     except ImportError as error:
         raise BackendError(f"the hf backend needs torch and transformers ({error}); {INSTALL_HINT}") from None
+    # Loading a local folder takes milliseconds; per-load progress bars only bury the harness's own.
+    transformers.utils.logging.disable_progress_bar()
     return torch, transformers
 
 
