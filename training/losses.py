@@ -88,7 +88,9 @@ def group_advantages(rewards: Tensor | Sequence[float], group_ids: Sequence[Hash
 
     Returns a float32 tensor [N_samples]; broadcast it over tokens with the mask downstream.
     """
-    rewards = torch.as_tensor(rewards, dtype=torch.float32)
+    # float64: float32 means of equal scores can miss the score by an ulp, and dividing that by
+    # (0 + eps) would turn rounding noise into advantages of order 1e-2.
+    rewards = torch.as_tensor(rewards, dtype=torch.float64)
     if rewards.ndim != 1 or len(group_ids) != rewards.numel():
         raise ValueError("rewards must be 1-D with one group id per sample")
     if traj_ids is not None and len(traj_ids) != len(group_ids):
@@ -107,11 +109,11 @@ def group_advantages(rewards: Tensor | Sequence[float], group_ids: Sequence[Hash
     advantages = torch.zeros_like(rewards)
     for group, indices in members.items():
         stats = rewards[counted[group]]
-        if stats.numel() < 2:
-            continue  # singleton group: advantage stays 0
+        if stats.numel() < 2 or bool(stats.min() == stats.max()):
+            continue  # a singleton group or equal scores: nothing to prefer, advantage stays 0
         mu, sigma = stats.mean(), stats.std(unbiased=True)
         advantages[indices] = (rewards[indices] - mu) / (sigma + eps)
-    return advantages
+    return advantages.float()
 
 
 # ---------------------------------------------------------------------------------------------

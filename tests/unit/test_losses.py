@@ -403,3 +403,11 @@ def test_total_entropy_bonus_is_subtracted():
                              entropy=entropy)
     assert stats["entropy"] == pytest.approx(3.0)
     assert loss.item() == pytest.approx(stats["pg_loss"] - 0.001 * 3.0)
+
+
+def test_groups_whose_scores_are_all_equal_get_exactly_zero_advantage():
+    # 16 failed steps of -0.1: a float32 mean misses -0.1 by an ulp, which divided by (0 + eps)
+    # used to leak advantages of order 1e-2 into GRPO.
+    advantages = group_advantages([-0.1] * 16 + [0.3] * 3 + [0.2, 0.4], ["a"] * 16 + ["b"] * 3 + ["c"] * 2)
+    assert torch.equal(advantages[:19], torch.zeros(19))
+    assert advantages.dtype == torch.float32 and advantages[19] < 0 < advantages[20]
