@@ -189,7 +189,11 @@ class ProcessPool(EnvPool):
                 self._fail(index, items, results, "env worker died")
         for index in sent:
             items = by_worker[index]
-            worker = self._live(index)
+            # The worker that got these calls, even if it has died since: a dead worker's pipe
+            # reads as EOF below. (Asking _live() here would swap in a fresh worker that never
+            # received the calls, and wait on it until the call timeout.)
+            worker = self._workers[index]
+            assert worker is not None
             timeout = self._call_timeout * len(items)
             try:
                 if not worker.conn.poll(timeout):

@@ -111,3 +111,20 @@ def test_records_are_handed_over_as_soon_as_episodes_finish():
         run_rollouts(pool, make_agent("expert"), plan_episodes(["count-1", "count-5"]),
                      on_records=lambda rs: seen.append([r.episode_id for r in rs]))
     assert seen == [["count-1#0"], ["count-5#0"]]
+
+
+def test_a_worker_that_dies_before_its_reply_is_read_fails_its_calls_at_once():
+    from seed_gym.backends import Call, CallError
+
+    with make_pool("process", "toy-counter", {}, num_slots=2, workers=1, call_timeout=5) as pool:
+        pool.run([Call("reset", 0, task_id="count-3", seed=0)])
+        worker = pool._workers[0]
+        send = worker.conn.send
+
+        def send_then_let_it_die(calls):
+            send(calls)
+            worker.process.join(30)  # the crash is over before the pool reads the reply
+
+        worker.conn.send = send_then_let_it_die
+        (result,) = pool.run([Call("step", 0, action="crash")])
+    assert isinstance(result, CallError) and result.message == "env worker died"
