@@ -24,6 +24,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from seed_gym.envs.searchqa.protocol import cut_response
+
 FATAL_FLAGS = frozenset({"missing_action", "duplicate_action", "empty_action"})
 
 _ACTION = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
@@ -88,16 +90,8 @@ def parse_react(response: str, admissible: Sequence[str] | None = None, *, proje
     return ParsedResponse(action, valid, tuple(flags) + projection_flags)
 
 
-def cut_search_r1(response: str) -> str:
-    for closing in ("</search>", "</answer>"):
-        end = response.find(closing)
-        if end >= 0:
-            return response[: end + len(closing)]
-    return response
-
-
 def parse_search_r1(response: str, admissible: Sequence[str] | None = None, **_: object) -> ParsedResponse:
-    cut = cut_search_r1(response)
+    cut = cut_response(response)  # the env's own Search-R1 cut, so agent and env agree
     kinds = [kind for kind, _ in _SEARCH_TAG.findall(cut)]
     if not kinds:
         return ParsedResponse(cut, False, ("missing_action",))
