@@ -24,6 +24,9 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         seed: int = typer.Option(0, help="Seed of the weights (every seed of a size shares one tokenizer)."),
     ) -> None:
         """Build a tiny Llama-style model and a BPE tokenizer trained on env text, offline."""
+        from seed_gym.agents.backends.hf import import_torch_transformers
+
+        import_torch_transformers()  # a clear "install the [hf] extra" error instead of a traceback
         from seed_gym.agents.tiny import build_tiny_model, describe_model
 
         path = build_tiny_model(out, seed=seed, size=size)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from seed_gym.agent import Agent, AgentAction, AgentSpec, AgentSpecError
-from seed_gym.agents.backends import Backend, Generation, SamplingParams, make_backend
+from seed_gym.agents.backends import Backend, Generation, SamplingParams, make_backend, require_target
 from seed_gym.agents.parsing import ParsedResponse, get_parser
 from seed_gym.agents.prompts import EpisodeView, PromptBuilder, PromptTemplate, template_for_env
 
@@ -189,11 +189,12 @@ class ModelAgent(Agent):
                 "model": self._model_identity()}
 
     def _model_identity(self) -> dict[str, Any]:
+        require_target(self.backend_kind, self.spec.target)
         if self.backend_kind == "openai":
             return {"base_url": self.spec.target, "model": self._backend_options.get("model")}
         from seed_gym.agents.checkpoints import model_fingerprint
 
-        return {"path": self.spec.target, "fingerprint": model_fingerprint(self.spec.target or "")}
+        return {"path": self.spec.target, "fingerprint": model_fingerprint(str(self.spec.target))}
 
     def describe(self) -> dict[str, Any]:
         assert self.template is not None

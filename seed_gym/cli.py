@@ -44,7 +44,9 @@ def main() -> None:
     try:
         app()
     except SeedGymError as error:
-        err_console.print(f"[bold red]error:[/] {error}")
+        from rich.markup import escape
+
+        err_console.print(f"[bold red]error:[/] {escape(str(error))}")  # "seed-gym[hf]" is not markup
         raise SystemExit(2) from None
 
 

@@ -52,10 +52,15 @@ def convert_options(kind: str, options: Mapping[str, str]) -> dict[str, Any]:
     return converted
 
 
-def make_backend(kind: str, target: str | None, options: Mapping[str, str] | None = None) -> Backend:
-    """``make_backend("hf", "models/tiny", {"dtype": "float32"})``; ``target`` is a model folder
-    (hf, vllm) or a base URL (openai)."""
+def require_target(kind: str, target: str | None) -> str:
+    """The model folder (hf, vllm) or base URL (openai) an agent spec must name."""
     if not target:
         what = "a base URL, e.g. openai:http://127.0.0.1:8000/v1" if kind == "openai" else f"a model folder, e.g. {kind}:models/tiny"
         raise BackendError(f"the {kind} agent needs {what}")
-    return backend_class(kind)(target, **convert_options(kind, options or {}))
+    return target
+
+
+def make_backend(kind: str, target: str | None, options: Mapping[str, str] | None = None) -> Backend:
+    """``make_backend("hf", "models/tiny", {"dtype": "float32"})``; ``target`` is a model folder
+    (hf, vllm) or a base URL (openai)."""
+    return backend_class(kind)(require_target(kind, target), **convert_options(kind, options or {}))

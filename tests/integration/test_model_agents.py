@@ -122,3 +122,11 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
     result = cli("eval", "--agent", f"hf:{tmp_path}/nothing", "--env", "webshop", "--split", "test", "-n", "1",
                  "--out", str(tmp_path / "out"))
     assert result.returncode == 2 and "not a model folder" in result.stderr
+
+
+def test_error_messages_keep_their_brackets(tmp_path):
+    """Install hints name extras like ``seed-gym[hf]``: the CLI must not read them as rich markup."""
+    result = cli("eval", "--agent", "vllm", "--env", "webshop", "--split", "test", "-n", "1", "--out", str(tmp_path))
+    assert result.returncode == 2 and "vllm:models/tiny" in result.stderr
+    bad = cli("eval", "--agent", "1bad", "--env", "webshop", "--out", str(tmp_path))
+    assert "kind[:target][@key=value,...]" in " ".join(bad.stderr.split())
