@@ -18,8 +18,7 @@ Rules:
     ``<information>`` blocks and answers.
 
 * Agent-side text is wrapped around the observations: the ReAct prompts of
-  ``agents/templates/*.toml`` (or, where that folder is missing, the same wording built in),
-  ``<think>``/``<action>`` responses, Search-R1 turns and the JSON skill records
+  ``agents/templates/*.toml`` rendered by the agents' own prompt builder, ``<think>``/``<action>`` responses, Search-R1 turns and the JSON skill records
   (``episode_summary``, ``episode_skill``).
 * :func:`corpus_fingerprint` identifies the text; the tiny model records it.
 
@@ -30,16 +29,13 @@ from __future__ import annotations
 
 import json
 import random
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from seed_gym.tasks import fingerprint
 
 CORPUS_VERSION = "1"
-TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 
 @dataclass(frozen=True)
@@ -63,88 +59,16 @@ def _rng(config: CorpusConfig, part: str) -> random.Random:
 
 
 # -- agent-side wording ----------------------------------------------------------------------
-_BUILTIN_TEMPLATES: dict[str, dict[str, Any]] = {
-    "alfworld": {
-        "admissible_item": "'{action}'", "admissible_separator": ", ",
-        "history_item": "[Observation {step}: '{observation}', Action {step}: '{action}']",
-        "history_separator": "\n", "history_length": 5,
-        "first": ("You are an expert agent operating in the ALFRED Embodied Environment.\n"
-                  "Your current observation is: {observation}\n"
-                  "Your admissible actions of the current situation are: [{admissible_actions}].\n\n"
-                  "Now it's your turn to take an action.\nYou should first reason step-by-step about the "
-                  "current situation. This reasoning process MUST be enclosed within <think> </think> tags.\n"
-                  "Once you've finished your reasoning, you should choose an admissible action for current "
-                  "step and present it within <action> </action> tags."),
-        "step": ("You are an expert agent operating in the ALFRED Embodied Environment. Your task is to: {task}\n"
-                 "Prior to this step, you have already taken {step_count} step(s). Below are the most recent "
-                 "{history_length} observations and the corresponding actions you took: {action_history}\n"
-                 "You are now at step {current_step} and your current observation is: {observation}\n"
-                 "Your admissible actions of the current situation are: [{admissible_actions}].\n\n"
-                 "Now it's your turn to take an action.\nYou should first reason step-by-step about the "
-                 "current situation. This reasoning process MUST be enclosed within <think> </think> tags.\n"
-                 "Once you've finished your reasoning, you should choose an admissible action for current "
-                 "step and present it within <action> </action> tags."),
-    },
-    "webshop": {
-        "admissible_item": "'{action}'", "admissible_separator": ",\n",
-        "history_item": "[Observation {step}: '{observation}', Action {step}: '{action}']",
-        "history_separator": "\n", "history_length": 5,
-        "first": ("You are an expert autonomous agent operating in the WebShop e-commerce platform.\n"
-                  "Your task is to: {task}.\nYour current observation is: {observation}.\n"
-                  "Your admissible actions of the current situation are:\n[\n{admissible_actions}\n].\n\n"
-                  "Now it's your turn to take one action for the current step.\nYou should first reason "
-                  "step-by-step about the current situation, then think carefully which admissible action "
-                  "best advances the shopping goal. This reasoning process MUST be enclosed within <think> "
-                  "</think> tags.\nOnce you've finished your reasoning, you should choose an admissible "
-                  "action for current step and present it within <action> </action> tags."),
-    },
-}
+def react_prompt(env_id: str, *, task: str, observation: str, admissible: Sequence[str],
+                 history: Sequence[tuple[str, str]]) -> str:
+    """The ReAct prompt a model agent sees at this point of an episode: the env's own template
+    (``agents/templates``) through the agents' own :class:`PromptBuilder`, so the tokenizer learns
+    exactly the text it will read."""
+    from seed_gym.agents.prompts import EpisodeView, PromptBuilder, template_for_env
 
-
-class _Lenient(dict):
-    """``str.format_map`` mapping that renders an unknown field as empty text."""
-
-    def __missing__(self, key: str) -> str:
-        return ""
-
-
-def fill(template: str, **fields: Any) -> str:
-    """``template`` with ``{name}`` fields filled; unknown fields become empty, never an error."""
-    try:
-        return template.format_map(_Lenient(fields))
-    except (ValueError, IndexError, AttributeError):
-        return template  # a template with stray braces still contributes its words
-
-
-def load_templates(folder: Path = TEMPLATES_DIR) -> dict[str, dict[str, Any]]:
-    """Prompt templates by env id: ``folder/<env>.toml`` where present, else the built-in wording."""
-    templates = {name: dict(value) for name, value in _BUILTIN_TEMPLATES.items()}
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.toml")):
-            try:
-                templates[path.stem] = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError):
-                continue
-    templates.setdefault("webshop", {}).setdefault("step", templates["webshop"].get("first", ""))
-    return templates
-
-
-def react_prompt(template: Mapping[str, Any], *, task: str, observation: str, admissible: Sequence[str],
-                 history: Sequence[tuple[str, str]], step: int) -> str:
-    """A ReAct prompt as the agents render it: ``first`` at step 0, then ``step`` with the history window."""
-    item = str(template.get("admissible_item", "'{action}'"))
-    admissible_text = str(template.get("admissible_separator", ", ")).join(fill(item, action=a) for a in admissible)
-    window = int(template.get("history_length", 5))
-    shown = list(history)[-window:]
-    first_shown = step - len(shown) + 1
-    history_text = str(template.get("history_separator", "\n")).join(
-        fill(str(template.get("history_item", "")), step=first_shown + i, observation=o, action=a)
-        for i, (o, a) in enumerate(shown))
-    admissible_block = f"Your admissible actions of the current situation are: [{admissible_text}]."
-    body = str(template.get("first" if step == 0 else "step", template.get("first", "")))
-    return fill(body, task=task, observation=observation, admissible_actions=admissible_text,
-                admissible_block=admissible_block, step_count=step, history_length=len(shown),
-                action_history=history_text, current_step=step + 1)
+    first = history[0][0] if history else observation
+    episode = EpisodeView(task, first, [(o, a, a) for o, a in history])
+    return PromptBuilder(template_for_env(env_id)).text(episode, observation, admissible)
 
 
 def react_response(thought: str, action: str) -> str:
@@ -339,7 +263,6 @@ def _alfworld_policy(rng: random.Random, room: _Room, actions: list[str]) -> str
 def alfworld_texts(config: CorpusConfig) -> list[str]:
     """Episodes of simulated ALFWorld games: intro, feedback, ReAct prompts and responses."""
     rng = _rng(config, "alfworld")
-    template = load_templates()["alfworld"]
     texts: list[str] = []
     for index in range(config.alfworld_games):
         room = _alfworld_room(rng, index)
@@ -352,8 +275,8 @@ def alfworld_texts(config: CorpusConfig) -> list[str]:
             inadmissible = rng.random() < 0.05  # the engine answers "Nothing happens." and nothing changes
             action = rng.choice(_JUNK_COMMANDS) if inadmissible else _alfworld_policy(rng, room, admissible)
             if step in (0, 1) or rng.random() < 0.25:
-                prompt = react_prompt(template, task=f"{room.goal}.", observation=observation,
-                                      admissible=admissible, history=history, step=step)
+                prompt = react_prompt("alfworld", task=f"{room.goal}.", observation=observation,
+                                      admissible=admissible, history=history)
                 texts.append(as_message("user", prompt))
                 texts.append(as_message("assistant", react_response(_alfworld_thought(rng, room, action), action)))
             feedback = "Nothing happens." if inadmissible else room.step(action)
@@ -444,7 +367,6 @@ def webshop_texts(config: CorpusConfig) -> list[str]:
     shop = _MiniShop(products, prices)
     goals = goal_lib.synthetic_goals(products, prices, random.Random(config.seed))
     goals += goal_lib.human_goals(products, prices, human, random.Random(config.seed))
-    template = load_templates()["webshop"]
     texts = [catalog.search_document(p) for p in list(products.values())[: config.webshop_products // 3]]
     for index in range(min(config.webshop_episodes, len(goals))):
         goal = goals[rng.randrange(len(goals))]
@@ -457,8 +379,8 @@ def webshop_texts(config: CorpusConfig) -> list[str]:
                 for _, earlier in steps[:step]:
                     replay.apply(earlier)
                 texts.append(as_message("user", react_prompt(
-                    template, task=session.instruction, observation=page,
-                    admissible=_webshop_admissible(replay), history=history, step=step)))
+                    "webshop", task=session.instruction, observation=page,
+                    admissible=_webshop_admissible(replay), history=history)))
                 texts.append(as_message("assistant", react_response(_webshop_thought(rng, goal, action), action)))
             history.append((page, action))
         texts.append(steps[-1][0])

@@ -68,21 +68,14 @@ def test_alfworld_lists_read_like_textworld():
     assert C._alfworld_list(["apple 1", "mug 2", "fork 1"]) == "a apple 1, a mug 2, and a fork 1"
 
 
-def test_template_fields_fill_leniently():
-    assert C.fill("{task} at step {current_step}{unknown}", task="t", current_step=3) == "t at step 3"
-    assert C.fill("stray { brace", task="t") == "stray { brace"
+def test_corpus_prompts_are_the_prompts_model_agents_build():
+    from seed_gym.agents.prompts import EpisodeView, PromptBuilder, template_for_env
 
-
-def test_react_prompt_shows_the_last_history_window():
-    template = {"first": "F {observation} [{admissible_actions}]",
-                "step": "S {step_count} {history_length} {action_history} | {current_step}",
-                "history_length": 2, "history_item": "({step}:{action})", "history_separator": ",",
-                "admissible_item": "'{action}'", "admissible_separator": ", "}
-    assert C.react_prompt(template, task="t", observation="o", admissible=["a", "b"], history=[],
-                          step=0) == "F o ['a', 'b']"
-    history = [("o1", "a1"), ("o2", "a2"), ("o3", "a3")]
-    assert C.react_prompt(template, task="t", observation="o4", admissible=[], history=history,
-                          step=3) == "S 3 2 (2:a2),(3:a3) | 4"
+    history = [("o1", "a1"), ("o2", "a2")]
+    corpus = C.react_prompt("alfworld", task="t", observation="o3", admissible=["look"], history=history)
+    agent = PromptBuilder(template_for_env("alfworld")).text(
+        EpisodeView("t", "o1", [("o1", "a1", "r1"), ("o2", "a2", "r2")]), "o3", ["look"])
+    assert corpus == agent and "Action 2: 'a2'" in corpus
 
 
 # -- pre-tokenizer ----------------------------------------------------------------------------
