@@ -22,8 +22,8 @@ tokens/s = generated completion tokens (EOS included where sampled) / those seco
 the measured updates; ``ratio`` = seed-gym's tokens/s / TRL's. ``ratio_median`` uses each
 runner's median update time instead, which one slow spell cannot swing.
 
-* seed-gym: ``Policy.backend().generate`` (the rollout backend, with ``logprobs=True`` as the
-  trainer's rollouts ask), :class:`StepSample` per completion, :func:`rl_update` — the pieces
+* seed-gym: ``Policy.backend().generate`` (the rollout backend; it returns the sampled token ids,
+  which is all the trainer's rollouts keep), :class:`StepSample` per completion, :func:`rl_update` — the pieces
   ``seed-gym train`` runs, minus the env.
 * TRL: ``GRPOTrainer`` with ``use_cpu``, ``bf16=False``, ``gradient_checkpointing=False`` (TRL
   defaults both on; seed-gym uses neither), ``loss_type="dapo"`` (token-mean, as seed-gym),
@@ -33,8 +33,8 @@ runner's median update time instead, which one slow spell cannot swing.
   ``completion_ids`` the reward function gets.
 
 Known differences in work done, reported in ``result["work"]``: seed-gym scores the sampled tokens
-once in the backend (``logprobs=True``) and once more as θ_old inside ``rl_update``; TRL with one
-iteration per generation takes θ_old from the detached current log-probs and does neither.
+as θ_old inside ``rl_update`` (as verl does); TRL with one iteration per generation takes θ_old
+from the detached current log-probs instead.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class SeedGymRunner:
 
         index, group = len(self.seconds), self.group
         started = time.perf_counter()
-        params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=1.0, logprobs=True,
+        params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=1.0,
                                 seed=self.seed * 1_000_003 + index)
         generations = self.backend.generate(self.batch, params)
         samples = [StepSample(messages=self.batch[i], response_ids=list(g.token_ids or []),
@@ -194,7 +194,7 @@ class SeedGymRunner:
                             "dual_clip": cfg.dual_clip, "kl_coef": cfg.kl_coef,
                             "micro_batch": self.settings.micro_batch, "mini_batches": 1, "grad_clip": 1.0,
                             "optimizer": "torch.optim.AdamW", "lr": self.lr, "weight_decay": 0.0,
-                            "generate_batch": len(self.batch), "logprobs": True, "dtype": "float32"})
+                            "generate_batch": len(self.batch), "dtype": "float32"})
 
 
 # -- TRL ---------------------------------------------------------------------------------------
@@ -324,7 +324,7 @@ def compare_with_trl(model: Path, *, prompts: int = 8, group: int = 8, max_new_t
                      "reward": "1.0 if '<action>' in text else 0.0, + 0.001 per character",
                      "torch_threads": torch.get_num_threads(),
                      "order": "alternating: seed-gym warm-up, TRL warm-up, then seed-gym k, TRL k for k = 1..steps"},
-        "work": {SEED_GYM: "generate; score sampled tokens (backend logprobs=True); θ_old log-probs; "
+        "work": {SEED_GYM: "generate; θ_old log-probs; "
                            "reference log-probs; forward+backward; AdamW step",
                  TRL: "generate; reference log-probs; forward+backward (θ_old = detached current); AdamW step"},
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
