@@ -11,20 +11,31 @@ what training needs — it recomputes θ_old log-probs itself, so generation ski
 Spec options (``hf:models/tiny@temperature=0.4,history=3``): ``temperature``, ``top_p``,
 ``top_k``, ``max_new_tokens``, ``history``, ``template`` (a TOML path), ``projection``
 (``exact``/``fuzzy``/``none``), ``require_think``, ``record_prompt`` (``full``/``hash``),
-``logprobs``, ``tokens``; anything else goes to the backend (``dtype``, ``batch_size``, ``model``, ...).
+``logprobs``, ``tokens``, ``choose``; anything else goes to the backend (``dtype``, ``batch_size``,
+``model``, ...).
+
+``choose=rank`` (``hf`` only) does not generate where the env lists admissible actions: it scores
+each action's response (:func:`~seed_gym.agents.parsing.response_for`) by its summed log-probability
+under the model and takes the best (greedy) or samples from their softmax at ``temperature``. It is
+the classic "score the admissible commands" decoding of text-game agents; it cannot emit an invalid
+action, so report it beside ``choose=generate`` rather than instead of it. Envs without an
+admissible list (Search-QA) fall back to generation.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import random
+import time
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from seed_gym.agent import Agent, AgentAction, AgentSpec, AgentSpecError
-from seed_gym.agents.backends import Backend, Generation, SamplingParams, make_backend, require_target
-from seed_gym.agents.parsing import ParsedResponse, get_parser
+from seed_gym.agents.backends import Backend, BackendError, Generation, SamplingParams, make_backend, require_target
+from seed_gym.agents.parsing import ParsedResponse, get_parser, response_for
 from seed_gym.agents.prompts import EpisodeView, PromptBuilder, PromptTemplate, template_for_env
 
 
@@ -51,6 +62,7 @@ class AgentOptions:
     record_prompt: str = "full"
     logprobs: bool = False
     tokens: bool = False               # keep the sampled token ids (training); logprobs implies it
+    choose: str = "generate"           # or "rank": score the admissible actions instead of generating
 
     @classmethod
     def split(cls, options: Mapping[str, str]) -> tuple["AgentOptions", dict[str, str]]:
@@ -58,7 +70,7 @@ class AgentOptions:
         types: dict[str, Callable[[str], Any]] = {
             "temperature": float, "top_p": float, "top_k": int, "max_new_tokens": int, "history": int,
             "template": str, "projection": str, "require_think": _flag, "record_prompt": str, "logprobs": _flag,
-            "tokens": _flag}
+            "tokens": _flag, "choose": str}
         mine, rest = {}, {}
         for key, value in options.items():
             if key in types:
@@ -71,9 +83,23 @@ class AgentOptions:
         parsed = cls(**mine)
         if parsed.projection not in {"exact", "fuzzy", "none"}:
             raise AgentSpecError(f"projection must be exact, fuzzy or none, got {parsed.projection!r}")
+        if parsed.choose not in {"generate", "rank"}:
+            raise AgentSpecError(f"choose must be generate or rank, got {parsed.choose!r}")
+        if parsed.choose == "rank" and (parsed.tokens or parsed.logprobs):
+            raise AgentSpecError("choose=rank generates no tokens; drop tokens/logprobs "
+                                 "(training samples with choose=generate)")
         if parsed.record_prompt not in {"full", "hash"}:
             raise AgentSpecError(f"record_prompt must be full or hash, got {parsed.record_prompt!r}")
         return parsed, rest
+
+
+def pick_choice(scores: Sequence[float], temperature: float, rng: random.Random) -> int:
+    """Index of the best score (greedy; ties go to the first), or a draw from softmax(scores / T)."""
+    if temperature <= 0:
+        return max(range(len(scores)), key=lambda i: (scores[i], -i))
+    top = max(scores)
+    weights = [math.exp((score - top) / temperature) for score in scores]
+    return rng.choices(range(len(scores)), weights=weights)[0]
 
 
 def sha16(text: str) -> str:
@@ -149,7 +175,7 @@ class ModelAgent(Agent):
         prompts = self.prompts(episode_ids, observations, infos)
         params = self.sampling_params()
         self._ticks += 1
-        generations = self.backend.generate(prompts, params)
+        generations = self._respond(prompts, infos, params)
         actions: list[str | AgentAction] = []
         for eid, obs, info, prompt, generation in zip(episode_ids, observations, infos, prompts, generations):
             parsed = self.parser(generation.text, info.get("admissible_actions"),
@@ -157,6 +183,34 @@ class ModelAgent(Agent):
             self._episodes[eid].steps.append((obs, parsed.action, generation.text))
             actions.append(self._agent_action(prompt, generation, parsed))
         return actions
+
+    def _respond(self, prompts: list[list[dict[str, str]]], infos: Sequence[Mapping[str, Any]],
+                 params: SamplingParams) -> list[Generation]:
+        """One generation per prompt: generated, or ranked among the admissible actions."""
+        ranked = [i for i, info in enumerate(infos)
+                  if self.options.choose == "rank" and info.get("admissible_actions")]
+        generated = [i for i in range(len(prompts)) if i not in set(ranked)]
+        out: list[Generation | None] = [None] * len(prompts)
+        if generated:
+            for i, generation in zip(generated, self.backend.generate([prompts[i] for i in generated], params)):
+                out[i] = generation
+        for i in ranked:
+            out[i] = self._ranked_choice(prompts[i], list(infos[i]["admissible_actions"]), params, i)
+        return [g for g in out if g is not None]
+
+    def _ranked_choice(self, prompt: list[dict[str, str]], admissible: list[str], params: SamplingParams,
+                       row: int) -> Generation:
+        assert self.template is not None
+        scorer = getattr(self.backend, "score_choices", None)
+        if scorer is None:
+            raise BackendError(f"choose=rank needs a backend that scores text (hf); {self.backend_kind} does not")
+        texts = [response_for(action, self.template.parser) for action in admissible]
+        started = time.perf_counter()
+        scores = scorer(prompt, texts)
+        best = pick_choice(scores, params.temperature, random.Random(params.seed * 1_000_003 + row))
+        return Generation(text=texts[best], prompt_tokens=0, completion_tokens=0, finish_reason="stop",
+                          meta={"choice": "rank", "choice_logprob": round(scores[best], 4), "choices": len(texts),
+                                "latency_s": round(time.perf_counter() - started, 6)})
 
     def _agent_action(self, prompt: list[dict[str, str]], generation: Generation,
                       parsed: ParsedResponse) -> AgentAction:
@@ -169,6 +223,8 @@ class ModelAgent(Agent):
             "latency_s": generation.meta.get("latency_s", generation.meta.get("batch_seconds")),
             "batch_size": generation.meta.get("batch_size"),
         }
+        if "choice" in generation.meta:
+            meta.update({key: generation.meta[key] for key in ("choice", "choice_logprob", "choices")})
         if self.template.system:
             meta["system"] = self.template.system
         if self.options.logprobs or self.options.tokens:
@@ -186,7 +242,11 @@ class ModelAgent(Agent):
         return {"template": self.template.id, "template_sha": self.template.sha,
                 "history": self.builder.history_length, "projection": self.options.projection,
                 "require_think": self.options.require_think, "sampling": sampling,
-                "model": self._model_identity()}
+                "model": self._model_identity(), **self._choice_identity()}
+
+    def _choice_identity(self) -> dict[str, Any]:
+        # Only a non-default choice joins the identity, so runs made before the option resume.
+        return {"choose": self.options.choose} if self.options.choose != "generate" else {}
 
     def _model_identity(self) -> dict[str, Any]:
         require_target(self.backend_kind, self.spec.target)

@@ -69,6 +69,14 @@ def project(action: str, admissible: Sequence[str] | None, mode: str = "exact",
     return action.strip(), ("not_admissible",)
 
 
+def response_for(action: str, parser: str = "react", think: str = "") -> str:
+    """The response that parses back to ``action``: the target of behaviour cloning, and the text
+    a ranked choice scores for each admissible action."""
+    if parser == "search-r1":
+        return f"<think>{think}</think>\n{action}"
+    return f"<think>{think}</think>\n<action>{action}</action>"
+
+
 def parse_react(response: str, admissible: Sequence[str] | None = None, *, projection: str = "exact",
                 require_think: bool = True, fuzzy_threshold: float = 90.0) -> ParsedResponse:
     flags: list[str] = []

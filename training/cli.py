@@ -50,7 +50,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
             def on_row(row: dict[str, Any]) -> None:
                 status.update(f"update {row['update']}: {_describe(row)}")
                 console.print(f"[dim]update {row['update']}[/] {_describe(row)}")
-            train(cfg, on_row)
+            train(cfg, on_row, on_status=status.update)
         console.print(f"metrics: {Path(cfg.out) / 'metrics.jsonl'}; checkpoints: {Path(cfg.out) / 'checkpoints'}")
 
     @bench_app.command("train")

@@ -2,7 +2,8 @@
 
 Precedence: the algorithm's defaults (seed-method.md §9: the paper's settings) < a TOML/JSON config
 file (``--config``) < ``--set key=value`` overrides. The resolved config is written to
-``OUT/config.json`` and a resumed run must match it (except ``updates``, which may grow).
+``OUT/config.json`` and a resumed run must match it, except for how long it runs (``updates``,
+``sft_epochs``) and bookkeeping (evaluation and checkpoint cadence, worker count).
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ class TrainConfig(BaseModel):
     sft_epochs: int = 3
     sft_lr: float = 1e-5
     sft_batch: int = 16
+    sft_prompt_weight: float = 0.0   # > 0: also next-token loss on the prompt, at this weight
+    autocast: Optional[Literal["bfloat16", "float16"]] = None  # SFT forward passes under torch autocast
     # -- bookkeeping
     eval_every: int = 5
     eval_splits: Optional[list[str]] = None  # the env's: seen + unseen, else test + unseen
@@ -101,9 +104,15 @@ class TrainConfig(BaseModel):
     def rl_tasks(self) -> int:
         return self.tasks_per_update or RL_TASKS.get(self.env, 16)
 
+    @classmethod
+    def identity_defaults(cls) -> dict[str, Any]:
+        """Field defaults: what a run recorded before a field existed is taken to have used."""
+        return {name: field.default for name, field in cls.model_fields.items() if not field.is_required()}
+
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the run it resumes."""
-        return self.model_dump(exclude={"updates", "eval_every", "save_every", "keep_checkpoints", "workers"})
+        return self.model_dump(exclude={"updates", "sft_epochs", "eval_every", "save_every", "keep_checkpoints",
+                                        "workers"})
 
 
 def parse_override(text: str) -> tuple[str, Any]:

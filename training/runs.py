@@ -3,7 +3,7 @@
 ``OUT/`` holds:
 
 * ``config.json`` — the resolved :class:`~seed_gym.training.config.TrainConfig`; a resumed run
-  must match it (``updates`` may grow);
+  must match its identity (how long it runs may change);
 * ``metrics.jsonl`` — one JSON object per update (and per periodic eval), appended as they happen;
 * ``rollouts/update-NNNNNN/`` — each update's episodes as an ordinary run directory (the records
   training reads), so a run killed after its rollouts resumes without replaying them;
@@ -34,12 +34,17 @@ class TrainRun:
         self.checkpoints = self.out / "checkpoints"
         self.metrics_path = self.out / "metrics.jsonl"
 
-    def open(self, identity: dict[str, Any], config: dict[str, Any]) -> None:
+    def open(self, identity: dict[str, Any], config: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
+        """Start the run, or check that the run already in ``OUT`` has this identity.
+
+        Only the keys of today's identity are compared; a key an older run never recorded counts
+        as its ``defaults`` value, so adding a config field with a default keeps old runs resumable."""
         path = self.out / "config.json"
         if path.exists():
             old = json.loads(path.read_text()).get("identity", {})
-            if old != identity:
-                diff = sorted(k for k in set(old) | set(identity) if old.get(k) != identity.get(k))
+            defaults = defaults or {}
+            diff = sorted(k for k in identity if old.get(k, defaults.get(k)) != identity[k])
+            if diff:
                 raise TrainRunMismatch(f"{self.out} holds a training run with another config (differs in: "
                                        f"{', '.join(diff)}); use another --out")
         self.out.mkdir(parents=True, exist_ok=True)

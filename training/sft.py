@@ -18,6 +18,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from seed_gym.agents.parsing import response_for
 from seed_gym.agents.prompts import PromptBuilder
 from seed_gym.records import EpisodeRecord
 from seed_gym.training.batch import rebuilt_prompts
@@ -30,19 +31,12 @@ class Example:
     target_ids: list[int]
 
 
-def target_response(action: str, parser: str, think: str = "") -> str:
-    """The response a model should have written to take ``action`` (what the parser reads back)."""
-    if parser == "search-r1":
-        return f"<think>{think}</think>\n{action}"
-    return f"<think>{think}</think>\n<action>{action}</action>"
-
-
 def expert_examples(records: Iterable[EpisodeRecord], policy: Policy, builder: PromptBuilder) -> list[Example]:
     examples = []
     for record in records:
         if record.status == "error" or not record.won:
             continue  # clone only successful demonstrations
-        targets = [target_response(step.action, builder.template.parser) for step in record.steps]
+        targets = [response_for(step.action, builder.template.parser) for step in record.steps]
         for prompt, target in zip(rebuilt_prompts(record, builder, targets), targets):
             examples.append(Example(policy.encode_prompt(prompt), policy.encode_text(target, eos=True)))
     return examples
@@ -68,31 +62,72 @@ class SFTStats:
     tokens: int
 
 
-def nll_loss(policy: Policy, batch: Sequence[Example]) -> tuple[object, int]:
-    """Mean NLL over the target tokens of a batch (token-mean), and how many tokens that was."""
-    logprobs, mask = policy.logprobs([e.prompt_ids for e in batch], [e.target_ids for e in batch], grad=True)
-    tokens = mask.sum()
-    return -(logprobs * mask).sum() / tokens.clamp(min=1), int(tokens.item())
+def nll_loss(policy: Policy, batch: Sequence[Example], prompt_weight: float = 0.0) -> tuple[object, int]:
+    """Mean NLL over the target tokens of a batch (token-mean), and how many target tokens that was.
+
+    ``prompt_weight > 0`` adds that weight times the mean NLL of the prompt tokens: the same forward
+    also trains next-token prediction on the observations, which is where a model learns to copy
+    ids and object names from the page into an action (cheap extra signal for a from-scratch model).
+    """
+    if prompt_weight <= 0:
+        logprobs, mask = policy.logprobs([e.prompt_ids for e in batch], [e.target_ids for e in batch], grad=True)
+        tokens = mask.sum()
+        return -(logprobs * mask).sum() / tokens.clamp(min=1), int(tokens.item())
+    # Score the whole sequence after its first token; the last len(target) columns are the target.
+    sequences = [list(e.prompt_ids) + list(e.target_ids) for e in batch]
+    logprobs, mask = policy.logprobs([s[:1] for s in sequences], [s[1:] for s in sequences], grad=True)
+    target_mask = mask.new_zeros(mask.shape)
+    for row, example in enumerate(batch):
+        target_mask[row, mask.shape[1] - len(example.target_ids):] = 1
+    prompt_mask = mask - target_mask
+    tokens = target_mask.sum()
+    target_loss = -(logprobs * target_mask).sum() / tokens.clamp(min=1)
+    prompt_loss = -(logprobs * prompt_mask).sum() / prompt_mask.sum().clamp(min=1)
+    return target_loss + prompt_weight * prompt_loss, int(tokens.item())
+
+
+def length_bucketed(order: list[int], lengths: Sequence[int], batch_size: int, rng: random.Random,
+                    window: int = 64) -> list[list[int]]:
+    """Batches of similar length from a shuffled order (far less left padding), in random order.
+
+    Sorting happens within windows of ``window`` batches, so batches still mix the whole set."""
+    batches: list[list[int]] = []
+    span = batch_size * window
+    for start in range(0, len(order), span):
+        chunk = sorted(order[start:start + span], key=lambda i: lengths[i])
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(batches)
+    return batches
 
 
 def train_sft(policy: Policy, examples: Sequence[Example], *, epochs: int = 3, lr: float = 1e-3,
               batch_size: int = 16, seed: int = 0, weight_decay: float = 0.0, grad_clip: float = 1.0,
+              prompt_weight: float = 0.0, autocast: str | None = None,
               on_step: Callable[[SFTStats], None] | None = None, optimizer: object | None = None) -> object:
-    """Plain NLL fine-tuning with AdamW; shuffles each epoch from ``seed``. Returns the optimizer."""
+    """Plain NLL fine-tuning with AdamW over length-bucketed, seeded batches. Returns the optimizer.
+
+    ``autocast="bfloat16"`` runs forward passes under torch autocast (weights and optimizer stay
+    in their own dtype); on CPUs with bf16 support it is the faster way to train small models."""
+    import contextlib
+
     import torch
 
     if not examples:
         raise ValueError("no SFT examples: the expert won no episode, or no skill was parsed")
     optimizer = optimizer or torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=weight_decay)
     rng = random.Random(seed)
+    lengths = [len(e.prompt_ids) + len(e.target_ids) for e in examples]
     policy.model.train()
     step = 0
     for epoch in range(epochs):
         order = list(range(len(examples)))
         rng.shuffle(order)
-        for start in range(0, len(order), batch_size):
-            batch = [examples[i] for i in order[start:start + batch_size]]
-            loss, tokens = nll_loss(policy, batch)
+        for indices in length_bucketed(order, lengths, batch_size, rng):
+            batch = [examples[i] for i in indices]
+            amp = (torch.autocast(policy.device.type, dtype=getattr(torch, autocast)) if autocast
+                   else contextlib.nullcontext())
+            with amp:
+                loss, tokens = nll_loss(policy, batch, prompt_weight)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.model.parameters(), grad_clip)

@@ -44,6 +44,7 @@ from seed_gym.training.runs import TrainRun
 from seed_gym.training.teachers import TeacherSource
 
 OnRow = Callable[[dict[str, Any]], None]
+OnStatus = Callable[[str], None]  # a one-line progress message (the CLI shows it in its status line)
 
 
 @dataclass
@@ -280,7 +281,8 @@ def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecor
         env.close()
 
 
-def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None) -> list[dict[str, Any]]:
+def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
+                  on_status: OnStatus | None = None) -> list[dict[str, Any]]:
     """SFT, one checkpoint per epoch (``update`` = epoch); resumes at the next epoch."""
     from seed_gym.training.sft import train_sft
 
@@ -294,6 +296,7 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
     if resumed.optimizer_state is not None:
         optimizer.load_state_dict(resumed.optimizer_state)
     rows = evaluate_initial(config, run, resumed.update, on_row)
+    batches = -(-len(examples) // config.sft_batch)
     for epoch in range(resumed.update + 1, config.sft_epochs + 1):
         started, losses, tokens = time.perf_counter(), [], 0
 
@@ -301,10 +304,13 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
             nonlocal tokens
             losses.append(stats.loss)
             tokens += stats.tokens
+            if on_status:
+                on_status(f"sft epoch {epoch}/{config.sft_epochs}: batch {stats.step}/{batches}, "
+                          f"loss {sum(losses[-50:]) / len(losses[-50:]):.3f}")
 
         train_sft(policy, examples, epochs=1, lr=config.sft_lr, batch_size=config.sft_batch,
                   seed=config.seed * 1_000_003 + epoch, grad_clip=config.grad_clip, on_step=on_step,
-                  optimizer=optimizer)
+                  prompt_weight=config.sft_prompt_weight, autocast=config.autocast, optimizer=optimizer)
         seconds = time.perf_counter() - started
         row = {"update": epoch, "algo": "sft", "sft_data": config.sft_data, "examples": len(examples),
                "loss": sum(losses) / max(1, len(losses)), "loss_last": losses[-1] if losses else None,
@@ -319,17 +325,18 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
     return rows
 
 
-def train(config: TrainConfig, on_row: OnRow | None = None) -> list[dict[str, Any]]:
+def train(config: TrainConfig, on_row: OnRow | None = None,
+          on_status: OnStatus | None = None) -> list[dict[str, Any]]:
     parallel = DataParallel()  # torchrun sets WORLD_SIZE; alone it is a single process
     run = TrainRun(config.out)
     try:
         if parallel.is_main:
-            run.open(config.identity(), config.model_dump())
+            run.open(config.identity(), config.model_dump(), config.identity_defaults())
         parallel.barrier()
         if config.algo == "sft":
             if parallel.enabled:
                 raise ValueError("SFT runs in one process; launch it without torchrun")
-            return train_sft_run(config, run, on_row)
+            return train_sft_run(config, run, on_row, on_status)
         return train_rl(config, run, on_row, parallel)
     finally:
         parallel.close()

@@ -99,3 +99,58 @@ def continuation_logprobs(model: Any, prompt_ids: Sequence[Sequence[int]],
                 n = len(continuation_ids[index])
                 result[index] = logprobs[row, logprobs.shape[1] - n:].tolist() if n else []
     return result
+
+
+def choice_logprobs(model: Any, prompt_ids: Sequence[int], choice_ids: Sequence[Sequence[int]], *,
+                    pad_id: int, chunk_tokens: int = 16384) -> list[float]:
+    """Summed log-probability of each choice after one shared prompt, without gradients.
+
+    The prompt runs once and its KV cache is repeated for the choices, so ranking N actions costs
+    one prompt forward plus N short ones instead of N prompt-length forwards. Choices are
+    right-padded after the prompt; causal attention keeps padding out of every real token's view.
+    """
+    import torch
+
+    if not prompt_ids:
+        raise ValueError("choice_logprobs needs at least one prompt token")
+    if not choice_ids:
+        return []
+    device = next(model.parameters()).device
+    prefix_len = len(prompt_ids) - 1  # the last prompt token leads each choice row: its logit scores choice[0]
+    rows = [[prompt_ids[-1], *choice] for choice in choice_ids]
+    per_chunk = max(1, chunk_tokens // max(1, len(prompt_ids)))
+    totals: list[float] = []
+    with torch.no_grad():
+        cache = None
+        if prefix_len:
+            prefix = torch.tensor([list(prompt_ids[:-1])], device=device)
+            cache = model(input_ids=prefix, use_cache=True).past_key_values
+        for start in range(0, len(rows), per_chunk):
+            totals += _score_rows(model, rows[start:start + per_chunk], cache, prefix_len, pad_id, device)
+    return totals
+
+
+def _score_rows(model: Any, rows: list[list[int]], cache: Any, prefix_len: int, pad_id: int,
+                device: Any) -> list[float]:
+    import copy
+
+    import torch
+
+    width = max(len(r) for r in rows)
+    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), prefix_len + width), dtype=torch.long)
+    mask[:, :prefix_len] = 1
+    for i, row in enumerate(rows):
+        input_ids[i, :len(row)] = torch.tensor(row)
+        mask[i, prefix_len:prefix_len + len(row)] = 1
+    positions = torch.arange(prefix_len, prefix_len + width).expand(len(rows), width)
+    kwargs: dict[str, Any] = {}
+    if cache is not None:
+        repeated = copy.deepcopy(cache)
+        repeated.batch_repeat_interleave(len(rows))
+        kwargs["past_key_values"] = repeated
+    logits = model(input_ids=input_ids.to(device), attention_mask=mask.to(device),
+                   position_ids=positions.to(device), use_cache=cache is not None, **kwargs).logits.float()
+    logprobs = torch.log_softmax(logits[:, :-1, :], dim=-1)
+    picked = torch.gather(logprobs, -1, input_ids[:, 1:].to(device).unsqueeze(-1)).squeeze(-1)
+    return [float(picked[i, :len(row) - 1].sum()) for i, row in enumerate(rows)]

@@ -75,12 +75,30 @@ def test_updates_change_the_weights_and_checkpoints_load_as_agents(tiny_model_di
     assert {r["split"] for r in evals} == {"test", "unseen"} and all(r["episodes"] == 1 for r in evals)
 
 
-def test_sft_on_expert_trajectories_lowers_the_loss(tiny_model_dir, tmp_path):
+@pytest.mark.parametrize("options", [{}, {"sft_prompt_weight": 0.5, "autocast": "bfloat16"}], ids=["plain", "prompt-loss-bf16"])
+def test_sft_on_expert_trajectories_lowers_the_loss(tiny_model_dir, tmp_path, options):
     rows = run_training(tiny_model_dir, tmp_path / "run", "sft", "webshop", sft_tasks=6, sft_epochs=3,
-                        sft_lr=3e-3, sft_batch=8, max_steps=None)
+                        sft_lr=3e-3, sft_batch=8, max_steps=None, **options)
     epochs = [r for r in rows if "split" not in r]
     assert [r["update"] for r in epochs] == [1, 2, 3]
     assert epochs[0]["examples"] > 6 and epochs[-1]["loss"] < epochs[0]["loss"]
+
+
+def test_prompt_loss_keeps_the_target_loss_and_adds_the_weighted_mean_prompt_nll(tiny_model_dir):
+    from seed_gym.agents.backends.scoring import continuation_logprobs
+    from seed_gym.training.policy import Policy
+    from seed_gym.training.sft import Example, nll_loss
+
+    policy = Policy.load(tiny_model_dir)
+    batch = [Example([11, 12, 13, 14, 15], [16, 17]), Example([18, 19], [20, 21, 22])]
+    plain, plain_tokens = nll_loss(policy, batch)
+    weighted, weighted_tokens = nll_loss(policy, batch, prompt_weight=0.5)
+    prompts = [e.prompt_ids for e in batch]
+    rows = continuation_logprobs(policy.model, [p[:1] for p in prompts], [p[1:] for p in prompts],
+                                 pad_id=policy.tokenizer.pad_token_id)
+    prompt_nll = -sum(sum(r) for r in rows) / sum(len(r) for r in rows)
+    assert plain_tokens == weighted_tokens == 5  # only target tokens are counted
+    assert weighted.item() == pytest.approx(plain.item() + 0.5 * prompt_nll, abs=1e-4)
 
 
 def test_a_bad_config_is_a_clear_error(tiny_model_dir, tmp_path):

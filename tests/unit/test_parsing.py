@@ -2,7 +2,7 @@
 
 import pytest
 
-from seed_gym.agents.parsing import normalize_action, parse_react, parse_search_r1, project
+from seed_gym.agents.parsing import normalize_action, parse_react, parse_search_r1, project, response_for
 
 ADMISSIBLE = ["go to countertop 1", "take apple 1 from countertop 1", "look", "inventory"]
 
@@ -83,3 +83,9 @@ def test_search_r1_format_rules(response, flag):
 def test_text_outside_the_tags_is_flagged_as_junk_but_still_valid():
     parsed = parse_react("Sure! <think>x</think> <action>look</action> hope that helps", ADMISSIBLE)
     assert parsed.action == "look" and parsed.valid and parsed.flags == ("junk",)
+
+
+@pytest.mark.parametrize("action", ["go to desk 1", "click[buy now]", "search[red shoes, size 9]"])
+def test_response_for_is_what_the_react_parser_reads_back(action):
+    parsed = parse_react(response_for(action), [action])
+    assert parsed.action == action and parsed.valid and not parsed.flags

@@ -1,0 +1,42 @@
+"""Training configs and run folders: what a resumed run must share with the run it resumes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from seed_gym.training.config import TrainConfig
+from seed_gym.training.runs import TrainRun, TrainRunMismatch
+
+
+def config(tmp_path, **changes) -> TrainConfig:
+    return TrainConfig(algo="sft", env="webshop", model="m", out=str(tmp_path), **changes)
+
+
+def open_run(tmp_path, cfg: TrainConfig) -> None:
+    TrainRun(tmp_path).open(cfg.identity(), cfg.model_dump(), TrainConfig.identity_defaults())
+
+
+def test_how_long_a_run_lasts_and_its_bookkeeping_may_change_on_resume(tmp_path):
+    open_run(tmp_path, config(tmp_path))
+    open_run(tmp_path, config(tmp_path, updates=300, sft_epochs=9, eval_every=1, workers=4, keep_checkpoints=5))
+
+
+def test_a_changed_training_setting_refuses_to_resume_and_names_it(tmp_path):
+    open_run(tmp_path, config(tmp_path))
+    with pytest.raises(TrainRunMismatch, match="sft_lr"):
+        open_run(tmp_path, config(tmp_path, sft_lr=0.5))
+
+
+def test_a_run_recorded_before_a_field_existed_resumes_when_the_field_keeps_its_default(tmp_path):
+    open_run(tmp_path, config(tmp_path))
+    path = tmp_path / "config.json"
+    saved = json.loads(path.read_text())
+    del saved["identity"]["sft_prompt_weight"]  # as written by an older seed-gym
+    saved["identity"]["sft_epochs"] = 3          # once part of the identity, no longer
+    path.write_text(json.dumps(saved))
+    open_run(tmp_path, config(tmp_path))
+    path.write_text(json.dumps(saved))
+    with pytest.raises(TrainRunMismatch, match="sft_prompt_weight"):
+        open_run(tmp_path, config(tmp_path, sft_prompt_weight=1.0))
