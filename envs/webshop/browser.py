@@ -206,7 +206,9 @@ class WebShopBrowserEnv(WebShopBase):
         return actions
 
     def _expert_action(self) -> str | None:
-        return expert_action(self.session, self._expert_keywords) if self.expert else None
+        if not self.expert:
+            return None
+        return expert_action(self.session, self._expert_keywords, self._expert_target(self.session))
 
     def close(self) -> None:
         if self.driver is not None:

@@ -13,7 +13,10 @@
   picks the goal options and buys. ``expert_search="instruction"`` makes it search the
   instruction first (the suggested admissible search, which needs no privileged product name),
   falling back to the query when that search misses the goal product: demonstrations a policy
-  that sees only the page can imitate.
+  that sees only the page can imitate. ``expert_pick="first_match"`` makes it buy the *first*
+  search result whose purchase (with the goal options it offers) earns reward 1, instead of paging
+  to the goal product: upstream counts any such purchase a success, and "the top result that
+  fits" is a choice a policy can learn from the page, while "the hidden goal product" is not.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, ClassVar
 
 from seed_gym.core import StepOutcome, TaskInfo, TextEnv
 from seed_gym.envs.webshop.pages import Session
+from seed_gym.envs.webshop.reward import get_reward
 from seed_gym.envs.webshop.shop import Shop, get_shop
 from seed_gym.tasks import TaskSet
 
@@ -30,6 +34,7 @@ OBSERVATION_MODES = ("text", "text_rich")
 
 
 EXPERT_SEARCHES = ("query", "instruction")
+EXPERT_PICKS = ("goal", "first_match")
 
 
 def expert_keywords(shop: Shop, goal: dict[str, Any], search: str = "query") -> str:
@@ -63,9 +68,27 @@ def _wanted_values(session: Session) -> list[str]:
     return todo
 
 
-def expert_action(session: Session, keywords: str) -> str | None:
-    """The next expert action from a session (see the module rules)."""
-    target = session.goal["asin"]
+def goal_option_choice(product: dict[str, Any], goal: dict[str, Any]) -> dict[str, str]:
+    """The goal's option values that ``product`` offers, as the options an expert would click."""
+    groups = {str(v).lower(): group for group, values in (product.get("options") or {}).items() for v in values}
+    goal_options = goal.get("goal_options") or {}
+    values = goal_options.values() if isinstance(goal_options, dict) else goal_options
+    return {groups[v]: v for v in (str(v).lower() for v in values) if v in groups}
+
+
+def first_full_reward(shop: Shop, goal: dict[str, Any], results: list[str]) -> str | None:
+    """The first result whose purchase with the goal options earns reward 1 (None if none does)."""
+    for asin in results:
+        product = shop.products[asin]
+        if get_reward(product, goal, shop.prices[asin], goal_option_choice(product, goal)) == 1.0:
+            return asin
+    return None
+
+
+def expert_action(session: Session, keywords: str, target: str | None = None) -> str | None:
+    """The next expert action from a session (see the module rules); ``target`` defaults to the
+    goal product."""
+    target = target or session.goal["asin"]
     if session.done:
         return None
     if session.page == "start" or (session.page == "results" and session.keywords != keywords.split(" ")):
@@ -93,7 +116,7 @@ class WebShopBase(TextEnv):
 
     def __init__(self, *, data: str | None = None, num_products: int = 1000, seed: int = 0,
                  goals: str = "synthetic", observation_mode: str = "text", expert: bool = False,
-                 expert_search: str = "query",
+                 expert_search: str = "query", expert_pick: str = "goal",
                  split: str = "train", max_steps: int | None = None, render_mode: str | None = None) -> None:
         """``data``: None (SynShop, ``num_products`` from ``seed``) or a folder of upstream files."""
         super().__init__(max_steps=max_steps, render_mode=render_mode)
@@ -105,8 +128,12 @@ class WebShopBase(TextEnv):
         if expert_search not in EXPERT_SEARCHES:
             raise ValueError(f"expert_search must be one of {EXPERT_SEARCHES}, got {expert_search!r}")
         self.expert_search = expert_search
+        if expert_pick not in EXPERT_PICKS:
+            raise ValueError(f"expert_pick must be one of {EXPERT_PICKS}, got {expert_pick!r}")
+        self.expert_pick = expert_pick
         self.default_split = split
         self._expert_keywords = ""
+        self._expert_targets: dict[tuple[str, ...], str | None] = {}
 
     def task_set(self) -> TaskSet:
         ts = self.shop.task_set
@@ -119,6 +146,16 @@ class WebShopBase(TextEnv):
         split = next((n for n, s in self.shop.task_set.splits.items() if task_id in s), "train")
         return goal, TaskInfo(id=task_id, split=split, family=str(goal["category"]),
                               instruction=str(goal["instruction_text"]))
+
+    def _expert_target(self, session: Session) -> str | None:
+        """The product the expert buys: the goal's, or the first full-reward result (cached per
+        result list, since the expert asks every step)."""
+        if self.expert_pick == "goal" or not session.results:
+            return None
+        key = (session.goal["asin"], *session.results)
+        if key not in self._expert_targets:
+            self._expert_targets[key] = first_full_reward(self.shop, session.goal, session.results)
+        return self._expert_targets[key]
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """As TextEnv.step; a non-string action is a no-op like any unparseable one (page unchanged)."""
@@ -166,4 +203,4 @@ class WebShopEnv(WebShopBase):
     def _expert_action(self) -> str | None:
         if not self.expert or self.session is None:
             return None
-        return expert_action(self.session, self._expert_keywords)
+        return expert_action(self.session, self._expert_keywords, self._expert_target(self.session))

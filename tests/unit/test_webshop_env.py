@@ -137,3 +137,19 @@ def test_an_instruction_searching_expert_starts_with_the_suggested_search_and_st
     assert suggested >= len(task_ids) // 2  # most goals are found by their own instruction
     with pytest.raises(ValueError, match="expert_search"):
         WebShopEnv(num_products=N, seed=5, expert_search="brand")
+
+
+def test_a_first_match_expert_buys_the_top_result_that_earns_full_reward():
+    from seed_gym.envs.webshop.env import first_full_reward
+
+    env = WebShopEnv(num_products=N, seed=5, expert=True, expert_search="instruction", expert_pick="first_match")
+    not_the_goal = 0
+    for task_id in env.task_set().split("test").task_ids[:30]:
+        reward, terminated, _ = play_expert(env, task_id)
+        session = env.session
+        assert terminated and reward == 1.0
+        assert session.asin == first_full_reward(env.shop, session.goal, session.results)
+        not_the_goal += session.asin != session.goal["asin"]
+    assert not_the_goal > 0  # other products fit the goal too, and the expert takes the first
+    with pytest.raises(ValueError, match="expert_pick"):
+        WebShopEnv(num_products=N, seed=5, expert_pick="cheapest")
