@@ -11,21 +11,21 @@ what training needs — it recomputes θ_old log-probs itself, so generation ski
 Spec options (``hf:models/tiny@temperature=0.4,history=3``): ``temperature``, ``top_p``,
 ``top_k``, ``max_new_tokens``, ``history``, ``template`` (a TOML path), ``projection``
 (``exact``/``fuzzy``/``none``), ``require_think``, ``record_prompt`` (``full``/``hash``),
-``logprobs``, ``tokens``, ``choose``; anything else goes to the backend (``dtype``, ``batch_size``,
+``logprobs``, ``tokens``, ``choose``, ``rank_by``; anything else goes to the backend (``dtype``, ``batch_size``,
 ``model``, ...).
 
 ``choose=rank`` (``hf`` only) does not generate where the env lists admissible actions: it scores
-each action's response (:func:`~seed_gym.agents.parsing.response_for`) by its summed log-probability
-under the model and takes the best (greedy) or samples from their softmax at ``temperature``. It is
-the classic "score the admissible commands" decoding of text-game agents; it cannot emit an invalid
-action, so report it beside ``choose=generate`` rather than instead of it. Envs without an
-admissible list (Search-QA) fall back to generation.
+each action's response (:func:`~seed_gym.agents.parsing.response_for`) token by token under the
+model and picks one by ``rank_by`` (``sum``, ``mean`` or ``prefix``; :mod:`seed_gym.agents.choice`),
+greedily or, at ``temperature`` > 0, by sampling. It is the classic "score the admissible commands"
+decoding of text-game agents; it cannot emit an invalid action, so report it beside
+``choose=generate`` rather than instead of it. Envs without an admissible list (Search-QA) fall
+back to generation.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import random
 import time
 import zlib
@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from seed_gym.agent import Agent, AgentAction, AgentSpec, AgentSpecError
 from seed_gym.agents.backends import Backend, BackendError, Generation, SamplingParams, make_backend, require_target
+from seed_gym.agents.choice import RANK_RULES, choose
 from seed_gym.agents.parsing import ParsedResponse, get_parser, response_for
 from seed_gym.agents.prompts import EpisodeView, PromptBuilder, PromptTemplate, template_for_env
 
@@ -63,6 +64,7 @@ class AgentOptions:
     logprobs: bool = False
     tokens: bool = False               # keep the sampled token ids (training); logprobs implies it
     choose: str = "generate"           # or "rank": score the admissible actions instead of generating
+    rank_by: str = "sum"               # how choose=rank picks: sum, mean or prefix (agents/choice.py)
 
     @classmethod
     def split(cls, options: Mapping[str, str]) -> tuple["AgentOptions", dict[str, str]]:
@@ -70,7 +72,7 @@ class AgentOptions:
         types: dict[str, Callable[[str], Any]] = {
             "temperature": float, "top_p": float, "top_k": int, "max_new_tokens": int, "history": int,
             "template": str, "projection": str, "require_think": _flag, "record_prompt": str, "logprobs": _flag,
-            "tokens": _flag, "choose": str}
+            "tokens": _flag, "choose": str, "rank_by": str}
         mine, rest = {}, {}
         for key, value in options.items():
             if key in types:
@@ -85,21 +87,14 @@ class AgentOptions:
             raise AgentSpecError(f"projection must be exact, fuzzy or none, got {parsed.projection!r}")
         if parsed.choose not in {"generate", "rank"}:
             raise AgentSpecError(f"choose must be generate or rank, got {parsed.choose!r}")
+        if parsed.rank_by not in RANK_RULES:
+            raise AgentSpecError(f"rank_by must be one of {', '.join(RANK_RULES)}, got {parsed.rank_by!r}")
         if parsed.choose == "rank" and (parsed.tokens or parsed.logprobs):
             raise AgentSpecError("choose=rank generates no tokens; drop tokens/logprobs "
                                  "(training samples with choose=generate)")
         if parsed.record_prompt not in {"full", "hash"}:
             raise AgentSpecError(f"record_prompt must be full or hash, got {parsed.record_prompt!r}")
         return parsed, rest
-
-
-def pick_choice(scores: Sequence[float], temperature: float, rng: random.Random) -> int:
-    """Index of the best score (greedy; ties go to the first), or a draw from softmax(scores / T)."""
-    if temperature <= 0:
-        return max(range(len(scores)), key=lambda i: (scores[i], -i))
-    top = max(scores)
-    weights = [math.exp((score - top) / temperature) for score in scores]
-    return rng.choices(range(len(scores)), weights=weights)[0]
 
 
 def sha16(text: str) -> str:
@@ -206,11 +201,12 @@ class ModelAgent(Agent):
             raise BackendError(f"choose=rank needs a backend that scores text (hf); {self.backend_kind} does not")
         texts = [response_for(action, self.template.parser) for action in admissible]
         started = time.perf_counter()
-        scores = scorer(prompt, texts)
-        best = pick_choice(scores, params.temperature, random.Random(params.seed * 1_000_003 + row))
+        logprobs = scorer(prompt, texts)
+        best = choose(self.backend.choice_ids(texts), logprobs, self.options.rank_by, params.temperature,
+                      random.Random(params.seed * 1_000_003 + row))
         return Generation(text=texts[best], prompt_tokens=0, completion_tokens=0, finish_reason="stop",
-                          meta={"choice": "rank", "choice_logprob": round(scores[best], 4), "choices": len(texts),
-                                "latency_s": round(time.perf_counter() - started, 6)})
+                          meta={"choice": "rank", "choice_logprob": round(sum(logprobs[best]), 4),
+                                "choices": len(texts), "latency_s": round(time.perf_counter() - started, 6)})
 
     def _agent_action(self, prompt: list[dict[str, str]], generation: Generation,
                       parsed: ParsedResponse) -> AgentAction:
@@ -246,7 +242,9 @@ class ModelAgent(Agent):
 
     def _choice_identity(self) -> dict[str, Any]:
         # Only a non-default choice joins the identity, so runs made before the option resume.
-        return {"choose": self.options.choose} if self.options.choose != "generate" else {}
+        if self.options.choose == "generate":
+            return {}
+        return {"choose": self.options.choose, "rank_by": self.options.rank_by}
 
     def _model_identity(self) -> dict[str, Any]:
         require_target(self.backend_kind, self.spec.target)

@@ -126,19 +126,23 @@ class HFBackend:
         return continuation_logprobs(self.model, prompt_ids, [list(c) for c in continuations],
                                      pad_id=self.tokenizer.pad_token_id, chunk_tokens=self.score_chunk_tokens)
 
-    def score_choices(self, prompt: Prompt, choices: Sequence[str]) -> list[float]:
-        """Summed log-probability of each choice text as the response to ``prompt`` (ranked
-        choice among admissible actions); the prompt's KV cache is computed once and shared."""
+    def score_choices(self, prompt: Prompt, choices: Sequence[str]) -> list[list[float]]:
+        """Per-token log-probabilities of each choice text (its tokens, then EOS) as the response
+        to ``prompt`` (ranked choice among admissible actions); the prompt's KV cache is computed
+        once and shared. :meth:`choice_ids` gives the tokens scored."""
         from seed_gym.agents.backends.scoring import choice_logprobs
 
         was_training = self.model.training
         self.model.eval()
         try:
-            return choice_logprobs(self.model, self._encode(self.render(prompt)),
-                                   [self._encode(c) + [self.tokenizer.eos_token_id] for c in choices],
+            return choice_logprobs(self.model, self._encode(self.render(prompt)), self.choice_ids(choices),
                                    pad_id=self.tokenizer.pad_token_id, chunk_tokens=self.score_chunk_tokens)
         finally:
             self.model.train(was_training)
+
+    def choice_ids(self, choices: Sequence[str]) -> list[list[int]]:
+        """The tokens :meth:`score_choices` scores for each choice: its encoding, then EOS."""
+        return [self._encode(c) + [self.tokenizer.eos_token_id] for c in choices]
 
     def describe(self) -> dict[str, Any]:
         torch, transformers = import_torch_transformers()

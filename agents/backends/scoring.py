@@ -102,8 +102,8 @@ def continuation_logprobs(model: Any, prompt_ids: Sequence[Sequence[int]],
 
 
 def choice_logprobs(model: Any, prompt_ids: Sequence[int], choice_ids: Sequence[Sequence[int]], *,
-                    pad_id: int, chunk_tokens: int = 16384) -> list[float]:
-    """Summed log-probability of each choice after one shared prompt, without gradients.
+                    pad_id: int, chunk_tokens: int = 16384) -> list[list[float]]:
+    """Per-token log-probabilities of each choice after one shared prompt, without gradients.
 
     The prompt runs once and its KV cache is repeated for the choices, so ranking N actions costs
     one prompt forward plus N short ones instead of N prompt-length forwards. Choices are
@@ -119,7 +119,7 @@ def choice_logprobs(model: Any, prompt_ids: Sequence[int], choice_ids: Sequence[
     prefix_len = len(prompt_ids) - 1  # the last prompt token leads each choice row: its logit scores choice[0]
     rows = [[prompt_ids[-1], *choice] for choice in choice_ids]
     per_chunk = max(1, chunk_tokens // max(1, len(prompt_ids)))
-    totals: list[float] = []
+    totals: list[list[float]] = []
     with torch.no_grad():
         cache = None
         if prefix_len:
@@ -131,7 +131,7 @@ def choice_logprobs(model: Any, prompt_ids: Sequence[int], choice_ids: Sequence[
 
 
 def _score_rows(model: Any, rows: list[list[int]], cache: Any, prefix_len: int, pad_id: int,
-                device: Any) -> list[float]:
+                device: Any) -> list[list[float]]:
     import copy
 
     import torch
@@ -153,4 +153,4 @@ def _score_rows(model: Any, rows: list[list[int]], cache: Any, prefix_len: int, 
                    position_ids=positions.to(device), use_cache=cache is not None, **kwargs).logits.float()
     logprobs = torch.log_softmax(logits[:, :-1, :], dim=-1)
     picked = torch.gather(logprobs, -1, input_ids[:, 1:].to(device).unsqueeze(-1)).squeeze(-1)
-    return [float(picked[i, :len(row) - 1].sum()) for i, row in enumerate(rows)]
+    return [picked[i, :len(row) - 1].tolist() for i, row in enumerate(rows)]

@@ -43,8 +43,9 @@ def test_shared_prefix_scores_equal_one_teacher_forced_pass_per_choice(backend, 
         fast = backend.score_choices(PROMPT, CHOICES)
     finally:
         backend.score_chunk_tokens = 16384
-    assert fast == pytest.approx(plain_scores(backend, PROMPT, CHOICES), abs=1e-3)
-    assert len(set(round(s, 3) for s in fast)) == len(CHOICES)  # the choices really differ
+    assert [len(row) for row in fast] == [len(ids) for ids in backend.choice_ids(CHOICES)]
+    assert [sum(row) for row in fast] == pytest.approx(plain_scores(backend, PROMPT, CHOICES), abs=1e-3)
+    assert len(set(round(sum(row), 3) for row in fast)) == len(CHOICES)  # the choices really differ
 
 
 def test_a_one_token_prompt_has_no_cache_to_share_and_still_scores(backend):
@@ -52,14 +53,14 @@ def test_a_one_token_prompt_has_no_cache_to_share_and_still_scores(backend):
 
     ids = [[5, 6, 7], [8]]
     fast = choice_logprobs(backend.model, [3], ids, pad_id=backend.tokenizer.pad_token_id)
-    slow = [sum(r) for r in continuation_logprobs(backend.model, [[3], [3]], ids, pad_id=backend.tokenizer.pad_token_id)]
-    assert fast == pytest.approx(slow, abs=1e-4)
+    slow = continuation_logprobs(backend.model, [[3], [3]], ids, pad_id=backend.tokenizer.pad_token_id)
+    assert [x for row in fast for x in row] == pytest.approx([x for row in slow for x in row], abs=1e-4)
 
 
-def eval_run(tmp_path, tiny_model_dir, env, split, extra=()):
-    out = tmp_path / env
+def eval_run(tmp_path, tiny_model_dir, env, split, extra=(), rank_by="sum"):
+    out = tmp_path / f"{env}-{rank_by}"
     result = subprocess.run(
-        [sys.executable, "-m", "seed_gym.cli", "eval", "--agent", f"hf:{tiny_model_dir}@choose=rank,dtype=float32,max_new_tokens=16",
+        [sys.executable, "-m", "seed_gym.cli", "eval", "--agent", f"hf:{tiny_model_dir}@choose=rank,rank_by={rank_by},dtype=float32,max_new_tokens=16",
          "--env", env, "--split", split, "-n", "2", "--max-steps", "4", "--backend", "inline", "--out", str(out), *extra],
         capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
     assert result.returncode == 0, result.stdout + result.stderr
@@ -67,12 +68,14 @@ def eval_run(tmp_path, tiny_model_dir, env, split, extra=()):
     return folder, [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("env, split, extra", [
-    ("webshop", "test", ()),
-    ("alfworld", "unseen", ("--env-arg", 'sizes={"unseen": 2}')),
+@pytest.mark.parametrize("env, split, extra, rank_by", [
+    ("webshop", "test", (), "sum"),
+    ("webshop", "test", (), "prefix"),
+    ("alfworld", "unseen", ("--env-arg", 'sizes={"unseen": 2}'), "mean"),
 ])
-def test_every_ranked_step_is_an_admissible_action_with_its_score(tmp_path, tiny_model_dir, env, split, extra):
-    folder, episodes = eval_run(tmp_path, tiny_model_dir, env, split, extra)
+def test_every_ranked_step_is_an_admissible_action_with_its_score(tmp_path, tiny_model_dir, env, split, extra,
+                                                                  rank_by):
+    folder, episodes = eval_run(tmp_path, tiny_model_dir, env, split, extra, rank_by)
     steps = [step for episode in episodes for step in episode["steps"]]
     assert steps
     for step in steps:
@@ -80,6 +83,7 @@ def test_every_ranked_step_is_an_admissible_action_with_its_score(tmp_path, tiny
         assert step["meta"]["choice"] == "rank" and step["meta"]["choices"] == len(step["admissible_actions"])
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["identity"]["agent_config"]["choose"] == "rank"
+    assert manifest["identity"]["agent_config"]["rank_by"] == rank_by
 
 
 def test_the_ranked_action_is_the_best_scored_admissible_action(tmp_path, tiny_model_dir, backend):
@@ -88,7 +92,7 @@ def test_the_ranked_action_is_the_best_scored_admissible_action(tmp_path, tiny_m
     _, episodes = eval_run(tmp_path, tiny_model_dir, "webshop", "test")
     step = next(s for e in episodes for s in e["steps"] if len(s["admissible_actions"]) > 1)
     prompt = [{"role": "user", "content": step["prompt"]}]
-    scores = backend.score_choices(prompt, [response_for(a) for a in step["admissible_actions"]])
+    scores = [sum(row) for row in backend.score_choices(prompt, [response_for(a) for a in step["admissible_actions"]])]
     best = max(range(len(scores)), key=scores.__getitem__)
     assert step["action"] == step["admissible_actions"][best]
     assert step["meta"]["choice_logprob"] == pytest.approx(scores[best], abs=1e-3)
