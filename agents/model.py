@@ -182,27 +182,28 @@ class ModelAgent(Agent):
     def _respond(self, prompts: list[list[dict[str, str]]], infos: Sequence[Mapping[str, Any]],
                  params: SamplingParams) -> list[Generation]:
         """One generation per prompt: generated, or ranked among the admissible actions."""
-        ranked = [i for i, info in enumerate(infos)
-                  if self.options.choose == "rank" and info.get("admissible_actions")]
-        generated = [i for i in range(len(prompts)) if i not in set(ranked)]
+        ranked = {i for i, info in enumerate(infos)
+                  if self.options.choose == "rank" and info.get("admissible_actions")}
+        generated = [i for i in range(len(prompts)) if i not in ranked]
         out: list[Generation | None] = [None] * len(prompts)
         if generated:
             for i, generation in zip(generated, self.backend.generate([prompts[i] for i in generated], params)):
                 out[i] = generation
-        for i in ranked:
+        for i in sorted(ranked):
             out[i] = self._ranked_choice(prompts[i], list(infos[i]["admissible_actions"]), params, i)
         return [g for g in out if g is not None]
 
     def _ranked_choice(self, prompt: list[dict[str, str]], admissible: list[str], params: SamplingParams,
                        row: int) -> Generation:
         assert self.template is not None
-        scorer = getattr(self.backend, "score_choices", None)
+        scorer = getattr(self.backend, "score_choice_ids", None)
         if scorer is None:
             raise BackendError(f"choose=rank needs a backend that scores text (hf); {self.backend_kind} does not")
         texts = [response_for(action, self.template.parser) for action in admissible]
         started = time.perf_counter()
-        logprobs = scorer(prompt, texts)
-        best = choose(self.backend.choice_ids(texts), logprobs, self.options.rank_by, params.temperature,
+        choice_ids = self.backend.choice_ids(texts)  # type: ignore[attr-defined]
+        logprobs = scorer(prompt, choice_ids)
+        best = choose(choice_ids, logprobs, self.options.rank_by, params.temperature,
                       random.Random(params.seed * 1_000_003 + row))
         return Generation(text=texts[best], prompt_tokens=0, completion_tokens=0, finish_reason="stop",
                           meta={"choice": "rank", "choice_logprob": round(sum(logprobs[best]), 4),

@@ -130,12 +130,16 @@ class HFBackend:
         """Per-token log-probabilities of each choice text (its tokens, then EOS) as the response
         to ``prompt`` (ranked choice among admissible actions); the prompt's KV cache is computed
         once and shared. :meth:`choice_ids` gives the tokens scored."""
+        return self.score_choice_ids(prompt, self.choice_ids(choices))
+
+    def score_choice_ids(self, prompt: Prompt, choice_ids: Sequence[Sequence[int]]) -> list[list[float]]:
+        """:meth:`score_choices` for choices already tokenized by :meth:`choice_ids`."""
         from seed_gym.agents.backends.scoring import choice_logprobs
 
         was_training = self.model.training
         self.model.eval()
         try:
-            return choice_logprobs(self.model, self._encode(self.render(prompt)), self.choice_ids(choices),
+            return choice_logprobs(self.model, self._encode(self.render(prompt)), choice_ids,
                                    pad_id=self.tokenizer.pad_token_id, chunk_tokens=self.score_chunk_tokens)
         finally:
             self.model.train(was_training)
