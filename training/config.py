@@ -74,7 +74,8 @@ class TrainConfig(BaseModel):
     skill_bank: Optional[str] = None
     # -- SFT
     sft_data: Literal["expert", "skills"] = "expert"
-    sft_tasks: int = 400
+    sft_tasks: int = 400             # episodes collected for SFT (0: none; sft_runs only)
+    sft_runs: list[str] = []         # run folders whose finished episodes are SFT data too (e.g. expert evals)
     sft_epochs: int = 3
     sft_lr: float = 1e-5
     sft_batch: int = 16
@@ -87,6 +88,8 @@ class TrainConfig(BaseModel):
     eval_temperature: float = 0.4
     eval_max_steps: Optional[int] = None
     eval_batch: int = 16          # episodes played in lock-step (one batched forward per tick)
+    eval_choose: Literal["generate", "rank"] = "generate"  # "rank": score the admissible actions (agents/choice.py)
+    eval_rank_by: Literal["sum", "mean", "prefix"] = "prefix"  # the rule eval_choose="rank" picks by
     eval_initial: bool = False    # also evaluate the starting model, as update 0
     save_every: int = 1
     keep_checkpoints: int = 2
@@ -96,6 +99,13 @@ class TrainConfig(BaseModel):
     def _positive(cls, value: int) -> int:
         if value < 1:
             raise ValueError("must be >= 1")
+        return value
+
+    @field_validator("sft_tasks")
+    @classmethod
+    def _not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("must be >= 0")
         return value
 
     def rl_max_steps(self) -> int:

@@ -36,7 +36,7 @@ from seed_gym.registry import make
 from seed_gym.rollout import plan_episodes, run_rollouts
 from seed_gym.training.algorithms import UpdateSettings, rl_update
 from seed_gym.training.batch import samples_from_records
-from seed_gym.training.config import TrainConfig
+from seed_gym.training.config import ConfigError, TrainConfig
 from seed_gym.training.distributed import SINGLE, DataParallel
 from seed_gym.training.losses import LossConfig
 from seed_gym.training.policy import Policy
@@ -90,7 +90,8 @@ def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpo
                         on_row: OnRow | None = None) -> list[dict[str, Any]]:
     """Plain-prompt evaluation of a checkpoint on every eval split (seen / unseen); one metrics row each."""
     agent = spec_string("hf", str(checkpoint), {**agent_params(config, temperature=config.eval_temperature,
-                                                                tokens=False), "dtype": config.dtype})
+                                                                tokens=False), "dtype": config.dtype,
+                                                **eval_choice_params(config)})
     rows = []
     for split in config.eval_splits or default_eval_splits(config):
         summary = evaluate(EvalConfig(env=config.env, split=split, agent=agent, out=run.eval_dir(update, split),
@@ -107,6 +108,13 @@ def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpo
         if on_row:
             on_row(row)
     return rows
+
+
+def eval_choice_params(config: TrainConfig) -> dict[str, str]:
+    """Agent options for ranked-choice evaluation; none for generation, so its spec stays as before."""
+    if config.eval_choose == "generate":
+        return {}
+    return {"choose": config.eval_choose, "rank_by": config.eval_rank_by}
 
 
 def default_eval_splits(config: TrainConfig) -> list[str]:
@@ -250,8 +258,25 @@ def checkpoint_and_evaluate(config: TrainConfig, run: TrainRun, update: int, pol
 
 # -- SFT -----------------------------------------------------------------------------------------
 def sft_records(config: TrainConfig, run: TrainRun) -> list[EpisodeRecord]:
-    """The SFT data as ordinary run directories: expert demonstrations, or base-policy episodes
-    (for hindsight-skill labels). Resumable like any eval."""
+    """The SFT data: the episodes collected for this run, then those of ``sft_runs``."""
+    collected = collected_sft_records(config, run) if config.sft_tasks else []
+    return collected + [record for path in config.sft_runs for record in recorded_episodes(path, config.env)]
+
+
+def recorded_episodes(path: str, env_id: str) -> list[EpisodeRecord]:
+    """The finished episodes of an existing run folder (a finished or interrupted eval) of ``env_id``."""
+    run_dir = RunDir(path)
+    if not run_dir.exists():
+        raise ConfigError(f"sft_runs: {path} is not a run folder (no manifest.json)")
+    recorded_env = run_dir.read_manifest().get("identity", {}).get("env")
+    if recorded_env != env_id:
+        raise ConfigError(f"sft_runs: {path} holds {recorded_env!r} episodes, not {env_id!r}")
+    return list(run_dir.finished().values())
+
+
+def collected_sft_records(config: TrainConfig, run: TrainRun) -> list[EpisodeRecord]:
+    """Episodes collected into ordinary run directories: expert demonstrations, or base-policy
+    episodes (for hindsight-skill labels). Resumable like any eval."""
     if config.sft_data == "expert":
         agent, group, out = "expert", 1, run.out / "data" / "expert"
     else:
@@ -292,6 +317,9 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
     policy = Policy.load(resumed.model_dir, dtype=config.dtype, device=config.device,
                          max_prompt_tokens=config.max_prompt_tokens)
     examples = sft_examples(config, policy, records)
+    if not examples:
+        raise ConfigError(f"no SFT examples in {len(records)} episodes (SFT clones won expert episodes; "
+                          "set sft_tasks > 0 or point sft_runs at runs with some)")
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.sft_lr, weight_decay=config.weight_decay)
     if resumed.optimizer_state is not None:
         optimizer.load_state_dict(resumed.optimizer_state)
@@ -312,7 +340,8 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
                   seed=config.seed * 1_000_003 + epoch, grad_clip=config.grad_clip, on_step=on_step,
                   prompt_weight=config.sft_prompt_weight, autocast=config.autocast, optimizer=optimizer)
         seconds = time.perf_counter() - started
-        row = {"update": epoch, "algo": "sft", "sft_data": config.sft_data, "examples": len(examples),
+        row = {"update": epoch, "algo": "sft", "sft_data": config.sft_data, "episodes": len(records),
+               "examples": len(examples),
                "loss": sum(losses) / max(1, len(losses)), "loss_last": losses[-1] if losses else None,
                "target_tokens": tokens, "seconds": seconds, "train_tokens_per_s": tokens / max(seconds, 1e-9)}
         run.log(row)

@@ -84,6 +84,24 @@ def test_sft_on_expert_trajectories_lowers_the_loss(tiny_model_dir, tmp_path, op
     assert epochs[0]["examples"] > 6 and epochs[-1]["loss"] < epochs[0]["loss"]
 
 
+def test_sft_learns_from_existing_run_folders_without_collecting(tiny_model_dir, tmp_path):
+    from seed_gym.evaluate import EvalConfig, evaluate
+    from seed_gym.records import RunDir
+    from seed_gym.training.config import ConfigError
+
+    demos = tmp_path / "demos"
+    evaluate(EvalConfig(env="webshop", split="train", agent="expert", out=demos, n=3, backend="inline"))
+    won_steps = sum(len(r.steps) for r in RunDir(demos).finished().values() if r.won)
+    rows = run_training(tiny_model_dir, tmp_path / "run", "sft", "webshop", sft_tasks=0, sft_runs=[str(demos)],
+                        sft_epochs=1, sft_lr=3e-3, sft_batch=8, max_steps=None)
+    assert rows[0]["episodes"] == 3 and rows[0]["examples"] == won_steps > 0
+    assert not (tmp_path / "run" / "data").exists()  # nothing was collected
+    with pytest.raises(ConfigError, match="webshop"):  # another env's episodes are refused
+        run_training(tiny_model_dir, tmp_path / "alf", "sft", "alfworld", sft_tasks=0, sft_runs=[str(demos)])
+    with pytest.raises(ConfigError, match="not a run folder"):
+        run_training(tiny_model_dir, tmp_path / "none", "sft", "webshop", sft_tasks=0, sft_runs=[str(tmp_path)])
+
+
 def test_prompt_loss_keeps_the_target_loss_and_adds_the_weighted_mean_prompt_nll(tiny_model_dir):
     from seed_gym.agents.backends.scoring import continuation_logprobs
     from seed_gym.training.policy import Policy

@@ -40,3 +40,16 @@ def test_a_run_recorded_before_a_field_existed_resumes_when_the_field_keeps_its_
     path.write_text(json.dumps(saved))
     with pytest.raises(TrainRunMismatch, match="sft_prompt_weight"):
         open_run(tmp_path, config(tmp_path, sft_prompt_weight=1.0))
+
+
+def test_periodic_evaluation_generates_by_default_and_ranks_admissible_actions_when_asked(tmp_path):
+    from seed_gym.training.trainer import eval_choice_params
+
+    assert eval_choice_params(config(tmp_path)) == {}
+    assert eval_choice_params(config(tmp_path, eval_choose="rank")) == {"choose": "rank", "rank_by": "prefix"}
+    assert eval_choice_params(config(tmp_path, eval_choose="rank", eval_rank_by="mean"))["rank_by"] == "mean"
+
+
+def test_an_unknown_evaluation_choice_rule_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="eval_rank_by"):
+        config(tmp_path, eval_choose="rank", eval_rank_by="max")
