@@ -258,9 +258,10 @@ def checkpoint_and_evaluate(config: TrainConfig, run: TrainRun, update: int, pol
 
 # -- SFT -----------------------------------------------------------------------------------------
 def sft_records(config: TrainConfig, run: TrainRun) -> list[EpisodeRecord]:
-    """The SFT data: the episodes collected for this run, then those of ``sft_runs``."""
-    collected = collected_sft_records(config, run) if config.sft_tasks else []
-    return collected + [record for path in config.sft_runs for record in recorded_episodes(path, config.env)]
+    """The SFT data: the episodes collected for this run, then those of ``sft_runs`` (read first, so
+    a bad folder fails before any collection)."""
+    reused = [record for path in config.sft_runs for record in recorded_episodes(path, config.env)]
+    return (collected_sft_records(config, run) if config.sft_tasks else []) + reused
 
 
 def recorded_episodes(path: str, env_id: str) -> list[EpisodeRecord]:
@@ -318,8 +319,8 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
                          max_prompt_tokens=config.max_prompt_tokens)
     examples = sft_examples(config, policy, records)
     if not examples:
-        raise ConfigError(f"no SFT examples in {len(records)} episodes (SFT clones won expert episodes; "
-                          "set sft_tasks > 0 or point sft_runs at runs with some)")
+        raise ConfigError(f"no SFT examples in {len(records)} episodes (cloning needs won episodes, skill SFT "
+                          "analyzed ones); set sft_tasks > 0 or point sft_runs at runs that have some")
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.sft_lr, weight_decay=config.weight_decay)
     if resumed.optimizer_state is not None:
         optimizer.load_state_dict(resumed.optimizer_state)
