@@ -10,6 +10,8 @@ Rules every env follows (tests in ``tests/unit/test_core.py`` hold them to it):
   ``score``, ``invalid_action``, ``expert_action``.
 * A bad action never raises: any string (empty, 100 KB, unicode, control characters) or even a
   non-string gets an explanatory observation and ``invalid_action=True``, and the env stays usable.
+  A string longer than the action space's :data:`MAX_TEXT_LENGTH` is invalid without reaching
+  ``_step``; up to that length an env must answer in time linear in the action's length.
 * Misuse raises a typed :class:`SeedGymError`: stepping before reset or after the episode ended,
   an unknown task id, missing data.
 
@@ -156,7 +158,7 @@ class TextEnv(gym.Env[str, str]):
         if self._done:
             raise EnvMisuseError(f"{self.env_id}: step() called after the episode ended; call reset()")
         self._steps += 1
-        if isinstance(action, str):
+        if isinstance(action, str) and len(action) <= MAX_TEXT_LENGTH:
             outcome = self._step(action)
         else:
             outcome = StepOutcome(self.invalid_action_message, invalid_action=True)

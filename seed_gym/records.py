@@ -6,8 +6,10 @@ A run directory holds one agent x env x split x config:
   split fingerprints, the planned episodes, max steps, group size, seed) plus provenance (package
   versions, git commit, host). Resuming checks the identity matches.
 * ``episodes.jsonl`` — one JSON object per finished episode, appended and fsynced as each one
-  ends, so a killed run loses at most the episodes that were in flight. A torn last line (killed
-  mid-write) is ignored and that episode is simply run again.
+  ends, so a killed run loses at most the episodes that were in flight. A line that is not a
+  whole record (torn by a kill mid-write, even inside a character) is ignored and that episode is
+  run again; the first append of a resumed run moves such lines to ``episodes.jsonl.torn``
+  (:mod:`seed_gym.jsonl`).
 * ``summary.json`` — the scores, written at the end (and recomputable from the records).
 """
 
@@ -24,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from seed_gym import jsonl
 from seed_gym.core import SeedGymError
 
 RECORD_VERSION = 1
@@ -127,6 +130,7 @@ class RunDir:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self._repaired = False
 
     @property
     def manifest_path(self) -> Path:
@@ -165,14 +169,8 @@ class RunDir:
 
     # -- episodes ------------------------------------------------------------------------
     def iter_episodes(self) -> Iterator[EpisodeRecord]:
-        if not self.episodes_path.exists():
-            return
-        with self.episodes_path.open(encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    yield EpisodeRecord.from_dict(json.loads(line))
-                except (json.JSONDecodeError, TypeError):
-                    continue  # a line torn by a kill: that episode is re-run
+        """Every whole record in the file, in order; torn lines are skipped (their episodes re-run)."""
+        return jsonl.read(self.episodes_path, EpisodeRecord.from_dict)
 
     def finished(self) -> dict[str, EpisodeRecord]:
         """Episode id -> its record; the first record wins if one was ever written twice."""
@@ -182,23 +180,14 @@ class RunDir:
         return done
 
     def append(self, records: Iterable[EpisodeRecord]) -> None:
-        lines = "".join(record.to_json() + "\n" for record in records)
+        lines = [record.to_json() for record in records]
         if not lines:
             return
-        self._repair_torn_tail()
-        with self.episodes_path.open("a", encoding="utf-8") as handle:
-            handle.write(lines)
-            handle.flush()
-            os.fsync(handle.fileno())
-
-    def _repair_torn_tail(self) -> None:
-        """A kill mid-write can leave a last line without its newline; end it so appends stay valid."""
-        path = self.episodes_path
-        if path.exists() and path.stat().st_size:
-            with path.open("rb+") as handle:
-                handle.seek(-1, os.SEEK_END)
-                if handle.read(1) != b"\n":
-                    handle.write(b"\n")
+        if not self._repaired or not jsonl.ends_cleanly(self.episodes_path):
+            # Once per process, and after any torn write: what a killed writer left is set aside.
+            jsonl.repair(self.episodes_path, EpisodeRecord.from_dict)
+            self._repaired = True
+        jsonl.append(self.episodes_path, lines)
 
     # -- summary -------------------------------------------------------------------------
     def write_summary(self, summary: Mapping[str, Any]) -> None:

@@ -21,6 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from seed_gym import jsonl
 from seed_gym.core import SeedGymError
 
 
@@ -33,6 +34,7 @@ class TrainRun:
         self.out = Path(out)
         self.checkpoints = self.out / "checkpoints"
         self.metrics_path = self.out / "metrics.jsonl"
+        self._repaired = False
 
     def open(self, identity: dict[str, Any], config: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
         """Start the run, or check that the run already in ``OUT`` has this identity.
@@ -70,21 +72,15 @@ class TrainRun:
 
     # -- metrics -----------------------------------------------------------------------------
     def log(self, row: dict[str, Any]) -> None:
-        with self.metrics_path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row, default=float) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        if not self._repaired or not jsonl.ends_cleanly(self.metrics_path):
+            # Once per process, and after any torn write: what a killed writer left is set aside.
+            jsonl.repair(self.metrics_path)
+            self._repaired = True
+        jsonl.append(self.metrics_path, [json.dumps(row, default=float)])
 
     def metrics(self) -> list[dict[str, Any]]:
-        if not self.metrics_path.exists():
-            return []
-        rows = []
-        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # torn by a kill
-        return rows
+        """The metric rows, in order; lines torn by a kill are skipped."""
+        return list(jsonl.read(self.metrics_path))
 
     def truncate_metrics(self, after_update: int) -> None:
         """Drop metric rows of updates the resumed run will redo (they were never checkpointed)."""

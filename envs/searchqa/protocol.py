@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,8 +40,21 @@ INVALID_TURN_MESSAGE = (
 )
 #: What a search gets in the final turn, when searching is off: an empty information block.
 EMPTY_INFORMATION = "\n\n<information></information>\n\n"
-_ACTION = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+# Search-R1 parses with ``<(search|answer)>(.*?)</\1>`` and ``<answer>(.*?)</answer>``; a regex
+# engine takes quadratic time on many unclosed tags, so the matches are found with str.find,
+# in linear time, with the same leftmost / non-overlapping semantics (tests compare them).
+_KINDS = ("search", "answer")
+
+
+def _first_tag(text: str, kind: str, start: int = 0) -> tuple[int, int, int] | None:
+    """The leftmost ``<kind>…</kind>`` at or after ``start``: (opening, content start, closing)."""
+    opening = text.find(f"<{kind}>", start)
+    if opening < 0:
+        return None
+    content = opening + len(kind) + 2
+    closing = text.find(f"</{kind}>", content)
+    # No closing after the first opening means none after any later opening either.
+    return None if closing < 0 else (opening, content, closing)
 
 
 @dataclass(frozen=True)
@@ -72,10 +84,11 @@ def cut_response(response: str) -> str:
 
 def parse_turn(response: str) -> Turn:
     cut = cut_response(response)
-    match = _ACTION.search(cut)
-    if not match:
+    found = [(tag, kind) for kind in _KINDS if (tag := _first_tag(cut, kind))]
+    if not found:
         return Turn("invalid", "", cut)
-    return Turn(match.group(1), match.group(2).strip(), cut)
+    (_, content, closing), kind = min(found)
+    return Turn(kind, cut[content:closing].strip(), cut)
 
 
 def split_contents(contents: str) -> tuple[str, str]:
@@ -116,5 +129,8 @@ def last_answer(text: str | Sequence[str]) -> str | None:
     the responses alone (without the observations between them) is *not* Search-R1's rule.
     """
     joined = text if isinstance(text, str) else "".join(text)
-    matches = _ANSWER.findall(joined)
-    return matches[-1].strip() if matches else None
+    last, start = None, 0
+    while tag := _first_tag(joined, "answer", start):
+        _, content, closing = tag
+        last, start = joined[content:closing], closing + len("</answer>")
+    return last.strip() if last is not None else None

@@ -29,10 +29,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from seed_gym.envs.searchqa.protocol import split_contents
+from seed_gym.serving import guard
 
 MAX_QUERIES = 1024
 MAX_QUERY_CHARS = 10_000
 MAX_TOPK = 100
+MAX_BODY_BYTES = MAX_QUERIES * MAX_QUERY_CHARS + 2**20
 
 SearchFn = Callable[[list[str], int], list[list[Any]]]
 
@@ -168,7 +170,9 @@ def create_app(retriever: Any, passages: Mapping[str, str], *, default_topk: int
             result = [[_document(h.doc_id, passages[h.doc_id]) for h in row] for row in hits]
         return {"result": result}
 
-    return app
+    # Bodies are capped (the largest legal one, 1,024 queries of 10,000 ASCII characters, fits);
+    # a 422 names what is wrong without echoing the input.
+    return guard(app, max_body_bytes=MAX_BODY_BYTES)
 
 
 def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> None:

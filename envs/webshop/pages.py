@@ -20,13 +20,11 @@ and the HTML templates emit the same nodes, so every front end shows the same st
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from seed_gym.envs.webshop.reward import get_reward
 
-ACTION_RE = re.compile(r"(.+)\[(.+)\]", re.S)
 PER_PAGE = 10
 SUB_PAGES = ("description", "features", "reviews")
 
@@ -42,11 +40,21 @@ class Node:
 
 
 def parse_action(action: str) -> tuple[str, str] | None:
-    """``(name, lower-cased argument)`` or None when the action does not fit the grammar."""
-    match = ACTION_RE.fullmatch(action.strip()) if isinstance(action, str) else None
-    if not match:
+    """``(name, lower-cased argument)`` or None when the action does not fit the grammar.
+
+    The grammar is upstream's regex ``(.+)\\[(.+)\\]`` over the whole stripped action: the name runs to
+    the last ``[`` that leaves a non-empty name and argument. Found with ``rfind`` in linear time;
+    the regex backtracks quadratically on actions such as ``"[" * 65536``.
+    """
+    if not isinstance(action, str):
         return None
-    return match.group(1).strip().lower(), match.group(2).lower()
+    text = action.strip()
+    if not text.endswith("]"):
+        return None
+    bracket = text.rfind("[", 1, len(text) - 2)
+    if bracket < 1:
+        return None
+    return text[:bracket].strip().lower(), text[bracket + 1:-1].lower()
 
 
 def price_text(product: dict[str, Any]) -> str:

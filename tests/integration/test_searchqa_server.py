@@ -209,6 +209,38 @@ def test_bad_input_is_422_with_a_message(server, payload, fragment) -> None:
     assert fragment in response.text
 
 
+@pytest.mark.parametrize("topk", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_topk_is_422_not_500(server, topk) -> None:
+    url, _ = server
+    body = '{"queries": ["a"], "topk": %s}' % topk  # what Python's json.dumps writes for nan / inf
+    response = httpx.post(url + "/retrieve", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422 and "topk" in response.text
+
+
+def test_a_422_does_not_echo_a_large_input(server) -> None:
+    url, _ = server
+    response = httpx.post(url + "/retrieve", json={"queries": ["a"], "topk": "x" * 5_000_000}, timeout=60)
+    assert response.status_code == 422 and "topk" in response.text
+    assert len(response.content) < 10_000
+
+
+def test_a_body_over_the_cap_is_413_before_it_is_parsed(server) -> None:
+    from seed_gym.envs.searchqa.server import MAX_BODY_BYTES
+
+    url, _ = server
+    response = httpx.post(url + "/retrieve", content=b" " * (MAX_BODY_BYTES + 1),
+                          headers={"content-type": "application/json"}, timeout=60)
+    assert response.status_code == 413
+
+    def chunks():  # no Content-Length: the cap applies as the body streams in
+        for _ in range(MAX_BODY_BYTES // 2**20 + 2):
+            yield b" " * 2**20
+
+    response = httpx.post(url + "/retrieve", content=chunks(), headers={"content-type": "application/json"}, timeout=60)
+    assert response.status_code == 413
+    assert httpx.post(url + "/retrieve", json={"query": "the"}).status_code == 200
+
+
 def test_malformed_json_and_server_survives(server) -> None:
     url, _ = server
     response = httpx.post(url + "/retrieve", content=b"{nope", headers={"content-type": "application/json"})
