@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import string
 from abc import abstractmethod
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
 
 from seed_gym.tasks import TaskSet
@@ -141,7 +143,12 @@ class TextEnv(gym.Env[str, str]):
     # -- the gymnasium API, implemented once ---------------------------------------------
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise EnvMisuseError(f"{self.env_id}: reset(seed=...) takes a non-negative integer or None, got {seed!r}")
+        if options is not None and not isinstance(options, Mapping):
+            raise EnvMisuseError(f"{self.env_id}: reset(options=...) takes a dict such as {{'task_id': ...}} or None, "
+                                 f"got {type(options).__name__}")
+        super().reset(seed=None if seed is None else int(seed))
         options = dict(options or {})
         task_id = options.get("task_id")
         if task_id is None:

@@ -98,11 +98,16 @@ def task_type(root: Path, task_id: str) -> str:
 
 
 def game_file(root: Path, task_id: str) -> Path:
-    """The game file of a task id; unknown ids (or paths escaping the tree) raise."""
+    """The game file of a task id; unknown ids (or paths escaping the tree) raise.
+
+    An id is the game folder's path relative to the tree, as the task set lists it, and nothing
+    else: ``valid_seen/./x/trial``, a trailing ``/`` or ``..`` detours name no task."""
+    parts = task_id.split("/") if isinstance(task_id, str) else []
+    canonical = len(parts) == 3 and all(part not in ("", ".", "..") and "\\" not in part for part in parts)
+    path = root / task_id if canonical else root
     try:
-        path = (root / task_id).resolve()
-        known = root.resolve() in path.parents and (path / GAME_FILE).is_file()
-    except (OSError, ValueError):  # a NUL byte or an over-long name is no task id either
+        known = canonical and (path / GAME_FILE).is_file()
+    except (OSError, ValueError):  # a NUL byte, an unencodable or over-long name is no task id either
         known = False
     if not known:
         raise UnknownTaskError(f"unknown ALFWorld task {task_id!r} under {root}")

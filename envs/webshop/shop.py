@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -31,6 +32,9 @@ _SHOPS: dict[tuple, "Shop"] = {}
 
 def default_cache() -> Path:
     return Path(os.environ.get("SEED_GYM_HOME", Path.home() / ".cache" / "seed-gym")) / "webshop"
+
+
+_CANONICAL_ID = re.compile(r"fixed_(0|[1-9][0-9]*)", re.ASCII)
 
 
 def task_id(index: int) -> str:
@@ -51,10 +55,9 @@ class Shop:
 
     # -- goals -------------------------------------------------------------------------------
     def goal(self, tid: str) -> goal_lib.Goal:
-        try:
-            index = int(tid.removeprefix("fixed_")) if tid.startswith("fixed_") else -1
-        except ValueError:
-            index = -1
+        """The goal of the canonical id ``fixed_<i>`` (ASCII digits, no sign, padding or spaces)."""
+        match = _CANONICAL_ID.fullmatch(tid) if isinstance(tid, str) else None
+        index = int(match.group(1)) if match else -1
         if not 0 <= index < len(self.goals):
             raise UnknownTaskError(f"webshop: unknown task id {tid!r} (expected fixed_0..fixed_{len(self.goals) - 1})")
         return self.goals[index]

@@ -127,3 +127,15 @@ def test_play_lets_a_person_play_in_the_terminal(official_alfworld):
     assert "Your task is to:" in result.stdout and "[1] go to" in result.stdout
     assert "Nothing happens." in result.stdout  # the free-text line was played, not a crash
     assert "not won after 2 steps" in result.stdout
+
+
+@pytest.mark.parametrize("odd", ["{first}/", "./{first}", "{split}/../{first}", "{split}/./{rest}", "/{first}",
+                                 "{first}\udc80", "x" * 5000, "{split}\\{rest}", "{split}//{rest}"])
+def test_an_odd_task_id_is_an_unknown_task_not_a_raw_error(official_alfworld, odd):
+    from seed_gym.core import UnknownTaskError
+
+    env = seed_gym.make("alfworld", data=str(official_alfworld))
+    first = env.task_set().split("unseen").task_ids[0]
+    split, rest = first.split("/", 1)
+    with pytest.raises(UnknownTaskError):
+        env.reset(seed=0, options={"task_id": odd.format(first=first, split=split, rest=rest)})
