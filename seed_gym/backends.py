@@ -11,7 +11,14 @@ or a step on one slot) per tick; results come back in call order.
 Failure handling (the rollout engine relies on it): an exception inside one env comes back as a
 :class:`CallError` for that call only. A worker that dies or exceeds ``call_timeout`` seconds is
 killed and restarted with fresh envs; every call it had gets a ``CallError`` and every slot it owned
-is reported by :meth:`EnvPool.pop_lost_slots`, because those envs' state is gone.
+is reported by :meth:`EnvPool.pop_lost_slots`, because those envs' state is gone. The timeout is per
+call (a worker with k calls in a tick gets k x ``call_timeout``), so a hung reset or step costs at
+most that long before the rollout engine retries its episode on a fresh engine.
+
+Recycling (``recycle_after=N``): engines that leak (ALFWorld's, by AgentBench's account) are
+replaced as a safety valve. A worker that has started N episodes is shut down and replaced the next
+time it is asked to reset while none of its envs is mid-episode, so recycling never loses an
+episode; with several envs per worker that is at the latest when a rollout drains.
 """
 
 from __future__ import annotations
@@ -25,6 +32,12 @@ from typing import Any
 
 from seed_gym.core import TextEnv
 from seed_gym.registry import EnvSpec, spec as env_spec_of
+
+
+#: Seconds one reset or step may take in a worker before the worker is killed and replaced.
+#: The slowest honest call here is a first ALFWorld load on a busy machine (seconds) or a Search-QA
+#: step behind a dense retriever on CPU; two minutes leaves a wide margin and still ends a hang.
+DEFAULT_CALL_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
@@ -125,6 +138,7 @@ class WorkerStartError(RuntimeError):
 class _Worker:
     def __init__(self, ctx: Any, env_spec: EnvSpec, env_kwargs: dict[str, Any], count: int,
                  start_timeout: float) -> None:
+        self.episodes = 0  # resets sent: what recycling counts
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_worker_main, args=(child, env_spec, env_kwargs, count),
                                    daemon=True)
@@ -138,6 +152,15 @@ class _Worker:
             self.kill()
             raise WorkerStartError(f"env worker failed to build {env_spec.env_id!r}: {detail}")
 
+    def stop(self) -> None:
+        """Ask the worker to close its envs and exit; kill it if it does not."""
+        try:
+            self.conn.send(None)
+            self.process.join(timeout=10)
+        except (OSError, BrokenPipeError):
+            pass
+        self.kill()
+
     def kill(self) -> None:
         if self.process.is_alive():
             self.process.kill()
@@ -149,10 +172,17 @@ class ProcessPool(EnvPool):
     """``workers`` persistent processes x ``envs_per_worker`` envs each."""
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any], *, workers: int,
-                 envs_per_worker: int, call_timeout: float = 600.0,
-                 start_timeout: float = 300.0) -> None:
+                 envs_per_worker: int, call_timeout: float = DEFAULT_CALL_TIMEOUT,
+                 start_timeout: float = 300.0, recycle_after: int | None = None) -> None:
         if workers < 1 or envs_per_worker < 1:
             raise ValueError("workers and envs_per_worker must be >= 1")
+        if call_timeout <= 0:
+            raise ValueError(f"call_timeout must be > 0 seconds, got {call_timeout}")
+        if recycle_after is not None and recycle_after < 1:
+            raise ValueError(f"recycle_after must be >= 1 episode (or None), got {recycle_after}")
+        self.recycle_after = recycle_after
+        self.recycled = 0  # workers replaced by recycling (not by failures)
+        self._busy: set[int] = set()  # global slots mid-episode
         self.num_slots = workers * envs_per_worker
         self._spec = (env_spec_of(env_id), dict(env_kwargs), envs_per_worker)
         self._per_worker = envs_per_worker
@@ -182,8 +212,13 @@ class ProcessPool(EnvPool):
         results: list[Any] = [None] * len(calls)
         sent: list[int] = []
         for index, items in by_worker.items():
+            resets = sum(call.kind == "reset" for _, call in items)
+            if resets:
+                self._recycle_if_due(index)
             try:
-                self._live(index).conn.send([call for _, call in items])
+                worker = self._live(index)
+                worker.episodes += resets
+                worker.conn.send([call for _, call in items])
                 sent.append(index)
             except (OSError, EOFError, BrokenPipeError):
                 self._fail(index, items, results, "env worker died")
@@ -203,7 +238,32 @@ class ProcessPool(EnvPool):
                     results[position] = result
             except (OSError, EOFError, BrokenPipeError):
                 self._fail(index, items, results, "env worker died")
+        for call, result in zip(calls, results):
+            self._track(call, result)
         return results
+
+    def _track(self, call: Call, result: Any) -> None:
+        """Which slots are mid-episode: from a good reset until a step ends it or a call fails."""
+        ended = isinstance(result, CallError) or (call.kind == "step" and bool(result[2] or result[3]))
+        if ended:
+            self._busy.discard(call.slot)
+        elif call.kind == "reset":
+            self._busy.add(call.slot)
+
+    def _recycle_if_due(self, index: int) -> None:
+        worker = self._workers[index]
+        if worker is None or self.recycle_after is None or worker.episodes < self.recycle_after:
+            return
+        base = index * self._per_worker
+        if self._busy.intersection(range(base, base + self._per_worker)):
+            return  # an episode is in flight on this worker; try again at its next reset
+        worker.stop()
+        self._workers[index] = self._start()
+        self.recycled += 1
+
+    def worker_pids(self) -> list[int | None]:
+        """The process id of each worker (None where one is not running): for memory reports."""
+        return [w.process.pid if w is not None and w.process.is_alive() else None for w in self._workers]
 
     def _live(self, index: int) -> _Worker:
         worker = self._workers[index]
@@ -217,6 +277,7 @@ class ProcessPool(EnvPool):
     def _mark_lost(self, index: int) -> None:
         base = index * self._per_worker
         self._lost.update(range(base, base + self._per_worker))
+        self._busy.difference_update(range(base, base + self._per_worker))
 
     def _fail(self, index: int, items: list[tuple[int, Call]], results: list[Any], why: str) -> None:
         worker = self._workers[index]
@@ -233,27 +294,24 @@ class ProcessPool(EnvPool):
 
     def close(self) -> None:
         for worker in self._workers:
-            if worker is None:
-                continue
-            try:
-                worker.conn.send(None)
-                worker.process.join(timeout=10)
-            except (OSError, BrokenPipeError):
-                pass
-            worker.kill()
+            if worker is not None:
+                worker.stop()
         self._workers = [None] * len(self._workers)
 
 
 def make_pool(backend: str, env_id: str, env_kwargs: dict[str, Any], *, num_slots: int,
-              workers: int = 1, call_timeout: float = 600.0) -> EnvPool:
-    """``inline`` or ``process``; the process backend splits ``num_slots`` across ``workers``."""
+              workers: int = 1, call_timeout: float = DEFAULT_CALL_TIMEOUT,
+              recycle_after: int | None = None) -> EnvPool:
+    """``inline`` or ``process``; the process backend splits ``num_slots`` across ``workers``.
+    ``call_timeout`` and ``recycle_after`` apply to the process backend (an inline env cannot
+    be killed without killing the run)."""
     if backend == "inline":
         return InlinePool(env_id, env_kwargs, num_slots)
     if backend == "process":
         workers = max(1, min(workers, num_slots))
         per_worker = -(-num_slots // workers)
         return ProcessPool(env_id, env_kwargs, workers=workers, envs_per_worker=per_worker,
-                           call_timeout=call_timeout)
+                           call_timeout=call_timeout, recycle_after=recycle_after)
     if backend == "ray":
         raise NotImplementedError("the ray backend arrives with the multi-machine issue; "
                                   "use --backend process")

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from seed_gym import progress as progress_hooks
+from seed_gym.backends import DEFAULT_CALL_TIMEOUT
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
                   help="seed-gym: text envs, one rollout harness, scoring and reports for agentic RL.")
@@ -107,9 +108,26 @@ def data_alfworld(
     split: list[str] = typer.Option(["train", "seen", "unseen"], help="Splits to generate (repeatable)."),
     size: Optional[int] = typer.Option(None, help="Games per split (default: train 2420, seen 140, unseen 134)."),
     workers: Optional[int] = typer.Option(None, help="Parallel worker processes (default: all cores)."),
+    check_engine: Optional[Path] = typer.Option(None, help="Generate nothing: play every game of --split under this json_2.1.1 tree on the stock and the fast engine and report every difference (exit 1 if any)."),
+    check_steps: int = typer.Option(15, help="With --check-engine: seeded random admissible steps per random sequence."),
 ) -> None:
     """Generate ALFWorld games in the official json_2.1.1 layout, each verified solvable."""
     from seed_gym.envs.alfworld.data import GeneratedGames, collect_split, SPLIT_DIRS
+
+    if check_engine is not None:
+        from seed_gym.envs.alfworld.check import check_engine as run_check
+
+        with _new_progress() as bar:
+            task = bar.add_task("stock vs fast engine", total=None)
+            report = run_check(check_engine, splits=list(split), workers=workers or 1, random_steps=check_steps,
+                               on_game=lambda r: bar.advance(task))
+        for line in report["details"]:
+            console.print(f"[red]{line}[/]")
+        console.print(f"{report['games']} games, {report['compared_states']} states compared, "
+                      f"{report['differences']} differences (splits {', '.join(report['splits'])})")
+        if report["differences"] or not report["games"]:
+            raise typer.Exit(1)
+        return
 
     sizes = {name: size for name in split} if size else None
     source = GeneratedGames(out, seed=seed, sizes=sizes, workers=workers)
@@ -138,6 +156,8 @@ def eval_command(
     workers: int = typer.Option(max(1, os.cpu_count() or 1), help="Env worker processes."),
     envs_per_worker: int = typer.Option(4, help="Envs each worker owns (live episodes = workers x this)."),
     backend: str = typer.Option("process", help="Env backend: process or inline."),
+    call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Seconds an env reset or step may take before its worker is killed and the episode retried (process backend)."),
+    recycle_after: Optional[int] = typer.Option(None, help="Replace each env worker after this many episodes (a safety valve for engines that leak; process backend)."),
     max_steps: Optional[int] = typer.Option(None, help="Step budget per episode (env default when omitted)."),
     seed: int = typer.Option(0, help="Run seed: env seeds, agent sampling, generated data."),
     env_arg: list[str] = typer.Option([], help="Env constructor argument key=value (repeatable), e.g. data=/path."),
@@ -156,7 +176,8 @@ def eval_command(
         for spec in specs:
             config = EvalConfig(env=env, split=split, agent=str(spec), out=base / spec.slug, n=n,
                                 group=group, seed=seed, max_steps=max_steps, backend=backend,
-                                workers=workers, envs_per_worker=envs_per_worker, env_kwargs=env_kwargs)
+                                workers=workers, envs_per_worker=envs_per_worker, env_kwargs=env_kwargs,
+                                call_timeout=call_timeout, recycle_after=recycle_after)
             task = bar.add_task(f"{spec} on {env}/{split}", total=None)
             summaries.append(evaluate(config, overwrite=overwrite,
                                       on_progress=lambda d, t, task=task: bar.update(task, completed=d, total=t)))
@@ -264,17 +285,50 @@ def bench_alfworld(
     env_arg: list[str] = typer.Option([], help="Env constructor argument key=value (repeatable)."),
     out: Optional[Path] = typer.Option(None, help="Also write the results as JSON here."),
 ) -> None:
-    """Env-steps/s: our process backend (1 and 2 workers) vs alfworld's AlfredTWEnv, same games."""
+    """Stock and fast engine (1 and 2 workers) vs alfworld's AlfredTWEnv, same games, same run."""
     from seed_gym.envs.alfworld.bench import run_benchmark
 
     with _new_progress() as bar, _library_progress(bar):
         result = run_benchmark(games=games, steps=steps, split=split, env_kwargs=_parse_env_args(env_arg))
-    table = Table(title=f"ALFWorld env-steps/s ({result['games']} games x {result['steps']} steps, same run)")
-    for column in ("runner", "env-steps/s", "vs AlfredTWEnv"):
+    table = Table(title=f"ALFWorld ({result['games']} games x 2 passes x {result['steps']} steps, same run)")
+    for column in ("runner", "reset p50 s", "reset p50 s (seen)", "step p50 ms", "env-steps/s", "vs AlfredTWEnv"):
         table.add_column(column, justify="right" if column != "runner" else "left")
     for row in result["rows"]:
-        table.add_row(row["runner"], f"{row['steps_per_s']:.1f}", f"{row['ratio']:.2f}x")
+        table.add_row(row["runner"], f"{row['reset_p50_s']:.3f}", f"{row['reset_seen_p50_s']:.3f}",
+                      f"{1000 * row['step_p50_s']:.1f}", f"{row['steps_per_s']:.1f}", f"{row['ratio']:.2f}x")
     console.print(table)
+    if out:
+        out.write_text(json.dumps(result, indent=2))
+
+
+@bench_app.command("alfworld-memory")
+def bench_alfworld_memory(
+    episodes: int = typer.Option(1000, help="Episodes one worker plays (cycling through the split's games)."),
+    recycle_after: int = typer.Option(250, help="The recycled run replaces its worker after this many episodes."),
+    steps: int = typer.Option(5, help="Random admissible steps per episode."),
+    split: str = typer.Option("unseen"),
+    env_arg: list[str] = typer.Option([], help="Env constructor argument key=value (repeatable), e.g. engine=stock."),
+    out: Optional[Path] = typer.Option(None, help="Also write the results as JSON here."),
+) -> None:
+    """Resident memory of one ALFWorld worker over many episodes, without and with recycling."""
+    from seed_gym.envs.alfworld.memory import run_memory_benchmark
+
+    with _new_progress() as bar, _library_progress(bar):
+        result = run_memory_benchmark(episodes=episodes, recycle_after=recycle_after, steps=steps, split=split,
+                                      env_kwargs=_parse_env_args(env_arg))
+    table = Table(title=f"ALFWorld worker RSS, MiB ({result['engine']}, {result['games']} {split} games cycled, "
+                        f"{steps} steps each)")
+    table.add_column("worker", justify="left")
+    for point in result["checkpoints"]:
+        table.add_column(f"after {point}", justify="right")
+    for column in ("recycled", "errors", "seconds"):
+        table.add_column(column, justify="right")
+    for row in result["rows"]:
+        label = "recycle after " + str(row["recycle_after"]) if row["recycle_after"] else "never recycled"
+        table.add_row(label, *(str(row["rss_mib"].get(str(p), "-")) for p in result["checkpoints"]),
+                      str(row["recycled"]), str(row["errors"]), str(row["seconds"]))
+    console.print(table)
+    console.print(f"files added to the temp folder: {result['temp_files_added']}")
     if out:
         out.write_text(json.dumps(result, indent=2))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from seed_gym.agent import AgentSpec, agent_class, make_agent
-from seed_gym.backends import make_pool
+from seed_gym.backends import DEFAULT_CALL_TIMEOUT, make_pool
 from seed_gym.records import RunDir, provenance
 from seed_gym.registry import make
 from seed_gym.rollout import plan_episodes, run_rollouts
@@ -38,6 +38,8 @@ class EvalConfig:
     workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
     envs_per_worker: int = 4
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    call_timeout: float = DEFAULT_CALL_TIMEOUT  # seconds per env call before its worker is replaced
+    recycle_after: int | None = None            # replace a worker after this many episodes
 
 
 @dataclass
@@ -114,7 +116,8 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
 
         try:
             with make_pool(config.backend, config.env, prepared.env_kwargs, num_slots=num_slots,
-                           workers=config.workers) as pool:
+                           workers=config.workers, call_timeout=config.call_timeout,
+                           recycle_after=config.recycle_after) as pool:
                 run_rollouts(pool, agent, todo, on_records=persist)
         finally:
             agent.close()

@@ -15,6 +15,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from seed_gym.backends import DEFAULT_CALL_TIMEOUT
 from seed_gym.core import SeedGymError
 
 ALGOS = ("sft", "grpo", "opsd", "grpo-opsd", "sdar", "seed", "skill-sd")
@@ -54,6 +55,8 @@ class TrainConfig(BaseModel):
     env_args: dict[str, Any] = {}
     env_backend: str = "process"
     workers: int = 2
+    env_call_timeout: float = DEFAULT_CALL_TIMEOUT  # seconds per env call before its worker is replaced
+    env_recycle_after: Optional[int] = None         # replace each env worker after this many episodes
     # -- optimisation
     lr: float = 1e-6
     weight_decay: float = 0.0
@@ -139,7 +142,8 @@ class TrainConfig(BaseModel):
         """What a resumed run must share with the run it resumes. Budgets left to the template are
         recorded as the values in force, so a run that wrote them explicitly still matches."""
         identity = self.model_dump(exclude={"updates", "sft_epochs", "eval_every", "save_every", "keep_checkpoints",
-                                            "workers", "observation_tokens"})
+                                            "workers", "observation_tokens", "env_call_timeout",
+                                            "env_recycle_after"})
         identity.update(max_new_tokens=self.new_tokens(), max_prompt_tokens=self.prompt_tokens())
         if self.observation_tokens is not None:
             identity["observation_tokens"] = self.observation_tokens

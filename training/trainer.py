@@ -83,6 +83,11 @@ def agent_params(config: TrainConfig, *, temperature: float, tokens: bool) -> di
     return params
 
 
+def pool_options(config: TrainConfig) -> dict[str, Any]:
+    """How env workers are guarded, the same for rollouts, data collection and evaluation."""
+    return {"call_timeout": config.env_call_timeout, "recycle_after": config.env_recycle_after}
+
+
 def spec_string(kind: str, target: str, params: dict[str, str]) -> str:
     return str(AgentSpec(kind, target, tuple(sorted(params.items()))))
 
@@ -100,7 +105,7 @@ def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpo
                                       n=config.eval_n, seed=config.seed, max_steps=config.eval_max_steps,
                                       backend=config.env_backend, workers=config.workers,
                                       envs_per_worker=-(-config.eval_batch // config.workers),
-                                      env_kwargs=config.env_args))
+                                      env_kwargs=config.env_args, **pool_options(config)))
         row = {"update": update, "split": split, "episodes": summary["episodes"],
                "success_rate": summary["success_rate"], "mean_score": summary["mean_score"],
                "mean_steps": summary["mean_steps"], "invalid_action_rate": summary["invalid_action_rate"],
@@ -208,7 +213,8 @@ def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
     slots = max(1, min(-(-config.rl_tasks() // parallel.world) * config.group, 64))
     env_kwargs = {**config.env_args, "max_steps": config.rl_max_steps()}
     try:
-        with make_pool(config.env_backend, config.env, env_kwargs, num_slots=slots, workers=config.workers) as pool:
+        with make_pool(config.env_backend, config.env, env_kwargs, num_slots=slots, workers=config.workers,
+                       **pool_options(config)) as pool:
             for update in range(resumed.update + 1, config.updates + 1):
                 row = rl_step(config, run, update, pool, policy, reference, optimizer, loss_config, settings,
                               teachers, train_ids, parallel)
@@ -287,7 +293,7 @@ def collected_sft_records(config: TrainConfig, run: TrainRun) -> list[EpisodeRec
         agent, group, out = spec_string("hf", config.model, {**params, "dtype": config.dtype}), config.group, run.out / "data" / "base-policy"
     evaluate(EvalConfig(env=config.env, split=config.train_split, agent=agent, out=out, n=config.sft_tasks,
                         group=group, seed=config.seed, max_steps=config.max_steps, backend=config.env_backend,
-                        workers=config.workers, env_kwargs=config.env_args))
+                        workers=config.workers, env_kwargs=config.env_args, **pool_options(config)))
     return list(RunDir(out).finished().values())
 
 

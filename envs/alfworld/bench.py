@@ -1,41 +1,87 @@
-"""``seed-gym bench alfworld``: env-steps/s of our process backend vs alfworld's ``AlfredTWEnv``.
+"""``seed-gym bench alfworld``: the stock and the fast engine vs alfworld's ``AlfredTWEnv``.
 
-Every runner plays the same games, resets included, with uniformly random admissible actions for
-``steps`` steps (a random policy almost never wins, so every game costs the same number of steps).
-Baselines are measured in the same run: ``AlfredTWEnv(config, "eval_out_of_distribution")
-.init_env(batch_size=B)`` — alfworld's own async batch env, one subprocess per game in the batch —
-at B = 1 and 2. Each of our rows is divided by the baseline with the same parallelism.
+Every runner plays the same games, twice over (pass 1: games the worker has not seen; pass 2:
+the same games again, each reloaded, so the fast engine's per-worker caches hit), resets
+included, with seeded random admissible actions for ``steps`` steps (a random policy almost
+never wins, so every game costs about the same number of steps). Measured in one run, at 1 and
+2 worker processes:
+
+* ``AlfredTWEnv(config, "eval_out_of_distribution").init_env(batch_size=B)`` — alfworld's own
+  async batch env, one subprocess per game in the batch (B = workers); a reset or step time is
+  one batch call;
+* our ``ALFWorldEnv`` with ``engine=stock`` and ``engine=fast``, one env per worker process,
+  games dealt round robin.
+
+Rows give reset p50 (both passes, and pass 2 alone), step p50 and env-steps/s; each row's ratio
+is its env-steps/s over AlfredTWEnv's at the same parallelism. Workers warm up on a game outside
+the measured set, so pass 1 is a cold start for the caches.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import multiprocessing as mp
 import random
+import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from seed_gym.agent import make_agent
-from seed_gym.backends import make_pool
 from seed_gym.registry import make
-from seed_gym.rollout import plan_episodes, run_rollouts
 
 
 def _pick_games(split: str, games: int, env_kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
     env = make("alfworld", **env_kwargs)
-    ids = env.task_set().split(split).select(games)
+    ids = env.task_set().split(split).select(games + 1)
     return env, ids
 
 
-def _ours(task_ids: list[str], steps: int, workers: int, env_kwargs: dict[str, Any]) -> float:
-    kwargs = {**env_kwargs, "max_steps": steps}
-    with make_pool("process", "alfworld", kwargs, num_slots=workers, workers=workers) as pool:
-        run_rollouts(pool, make_agent("random", seed=0), plan_episodes(task_ids[:1]))  # warm the workers
-        started = time.perf_counter()
-        records = run_rollouts(pool, make_agent("random", seed=0), plan_episodes(task_ids))
-        elapsed = time.perf_counter() - started
-    return sum(r.num_steps for r in records) / elapsed
+def _p50(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _worker(env_kwargs: dict[str, Any], warm: str, plan: list[tuple[int, str]], steps: int, seed: int,
+            barrier: Any, queue: Any) -> None:
+    env = make("alfworld", **{**env_kwargs, "max_steps": steps})
+    rng = random.Random(seed)
+    _, info = env.reset(seed=0, options={"task_id": warm})
+    env.step(info["admissible_actions"][0])
+    barrier.wait()
+    started = time.perf_counter()
+    resets: list[tuple[int, float]] = []
+    step_times: list[float] = []
+    for pass_no, task_id in plan:
+        t0 = time.perf_counter()
+        _, info = env.reset(seed=0, options={"task_id": task_id})
+        resets.append((pass_no, time.perf_counter() - t0))
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            _, _, terminated, truncated, info = env.step(rng.choice(info["admissible_actions"]))
+            step_times.append(time.perf_counter() - t0)
+            if terminated or truncated:
+                break
+    queue.put({"started": started, "ended": time.perf_counter(), "resets": resets, "steps": step_times})
+    env.close()
+
+
+def _ours(task_ids: list[str], warm: str, steps: int, workers: int, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    context = mp.get_context("spawn")
+    barrier, queue = context.Barrier(workers), context.Queue()
+    plans = [[(p, tid) for p in (1, 2) for tid in task_ids[w::workers]] for w in range(workers)]
+    procs = [context.Process(target=_worker, args=(env_kwargs, warm, plans[w], steps, w, barrier, queue))
+             for w in range(workers)]
+    for proc in procs:
+        proc.start()
+    results = [queue.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    elapsed = max(r["ended"] for r in results) - min(r["started"] for r in results)
+    resets = [t for r in results for t in r["resets"]]
+    step_times = [t for r in results for t in r["steps"]]
+    return {"reset_p50_s": _p50([t for _, t in resets]), "reset_seen_p50_s": _p50([t for p, t in resets if p == 2]),
+            "step_p50_s": _p50(step_times), "env_steps": len(step_times), "seconds": elapsed,
+            "steps_per_s": len(step_times) / elapsed}
 
 
 def _alfred_config(game_root: Path) -> dict[str, Any]:
@@ -50,46 +96,62 @@ def _alfred_config(game_root: Path) -> dict[str, Any]:
     }
 
 
-def _alfredtwenv(game_files: list[str], steps: int, batch_size: int) -> float:
+def _alfredtwenv(game_files: list[str], warm: str, steps: int, batch_size: int) -> dict[str, Any]:
     from alfworld.agents.environment.alfred_tw_env import AlfredTWEnv
 
     with contextlib.redirect_stdout(io.StringIO()):  # it prints progress for every game
         runner = AlfredTWEnv(_alfred_config(Path(game_files[0]).parents[2]), "eval_out_of_distribution")
-    runner.game_files = list(game_files)
-    runner.num_games = len(game_files)
-    config = runner.config
-    config["dagger"]["training"]["max_nb_steps_per_episode"] = steps
+    played = list(game_files) + list(game_files)  # two passes, as for our runners
+    runner.game_files = [warm] * batch_size + played
+    runner.num_games = len(runner.game_files)
+    runner.config["dagger"]["training"]["max_nb_steps_per_episode"] = steps
     env = runner.init_env(batch_size=batch_size)
     rng = random.Random(0)
+    resets: list[tuple[int, float]] = []
+    step_times: list[float] = []
     total_steps = 0
     try:
-        env.reset()  # warm the subprocesses, as for our runner
+        env.reset()  # warm the subprocesses on the warm-up game
         started = time.perf_counter()
-        for _ in range(0, len(game_files), batch_size):
+        for start in range(0, len(played), batch_size):
+            t0 = time.perf_counter()
             _, infos = env.reset()
+            resets.append((1 if start < len(game_files) else 2, time.perf_counter() - t0))
             dones = [False] * batch_size
             for _ in range(steps):
                 commands = [rng.choice(cmds) for cmds in infos["admissible_commands"]]
                 total_steps += sum(not d for d in dones)
+                t0 = time.perf_counter()
                 _, _, dones, infos = env.step(commands)
+                step_times.append(time.perf_counter() - t0)
                 if all(dones):
                     break
         elapsed = time.perf_counter() - started
     finally:
         env.close()
-    return total_steps / elapsed
+    return {"reset_p50_s": _p50([t for _, t in resets]), "reset_seen_p50_s": _p50([t for p, t in resets if p == 2]),
+            "step_p50_s": _p50(step_times), "env_steps": total_steps, "seconds": elapsed,
+            "steps_per_s": total_steps / elapsed}
 
 
 def run_benchmark(*, games: int = 8, steps: int = 20, split: str = "unseen",
-                  env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
-    env_kwargs = dict(env_kwargs or {})
-    probe, task_ids = _pick_games(split, games, env_kwargs)
-    game_files = [str(probe.source.root / tid / "game.tw-pddl") for tid in task_ids]
-    baselines = {b: _alfredtwenv(game_files, steps, b) for b in (1, 2)}
-    rows = [{"runner": f"AlfredTWEnv batch_size={b}", "steps_per_s": s, "ratio": 1.0} for b, s in baselines.items()]
-    for workers in (1, 2):
-        rate = _ours(task_ids, steps, workers, env_kwargs)
-        rows.append({"runner": f"seed-gym process workers={workers}", "steps_per_s": rate,
-                     "ratio": rate / baselines[workers]})
-    return {"games": len(task_ids), "steps": steps, "split": split, "data": probe.describe(), "rows": rows,
+                  env_kwargs: dict[str, Any] | None = None, workers: tuple[int, ...] = (1, 2)) -> dict[str, Any]:
+    env_kwargs = {k: v for k, v in dict(env_kwargs or {}).items() if k != "engine"}
+    probe, ids = _pick_games(split, games, env_kwargs)
+    warm, task_ids = ids[-1], ids[:-1]
+    root = probe.source.root
+    game_files = [str(root / tid / "game.tw-pddl") for tid in task_ids]
+    rows = []
+    for count in workers:
+        base = _alfredtwenv(game_files, str(root / warm / "game.tw-pddl"), steps, count)
+        rows.append({"runner": f"AlfredTWEnv batch_size={count}", "engine": "alfworld", "workers": count,
+                     **base, "ratio": 1.0})
+        for engine in ("stock", "fast"):
+            ours = _ours(task_ids, warm, steps, count, {**env_kwargs, "engine": engine})
+            rows.append({"runner": f"seed-gym {engine} workers={count}", "engine": engine, "workers": count,
+                         **ours, "ratio": ours["steps_per_s"] / base["steps_per_s"]})
+    return {"games": len(task_ids), "passes": 2, "steps": steps, "split": split, "data": probe.describe(),
+            "engines": {"stock": make("alfworld", **{**env_kwargs, "engine": "stock"}).version,
+                        "fast": probe.version},
+            "rows": rows, "cpu_count": mp.cpu_count(),
             "baseline": "AlfredTWEnv with the same parallelism (batch_size = workers)"}

@@ -26,7 +26,18 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-ENGINE_VERSION = "alfworld-0.4.2+textworld-1.7.0+seedgym-fix1"
+STOCK_ENGINE_VERSION = "alfworld-0.4.2+textworld-1.7.0+seedgym-fix1"
+#: The fast engine (:mod:`.fast`): the same stack with its pure, repeated work cached; the default.
+FAST_ENGINE_VERSION = STOCK_ENGINE_VERSION + "+fast1"
+ENGINE_VERSION = FAST_ENGINE_VERSION
+ENGINES = {"fast": FAST_ENGINE_VERSION, "stock": STOCK_ENGINE_VERSION}
+
+
+def engine_version(engine: str) -> str:
+    """The version string of ``engine`` (``fast`` or ``stock``)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown ALFWorld engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    return ENGINES[engine]
 
 
 _OLD_PUT = re.compile(r"^put (.+) in/on (.+)$")
@@ -121,8 +132,12 @@ def _fixed_expert_classes() -> tuple[type, type]:
     return FixedHandCodedTWAgent, FixedAlfredExpert
 
 
-def make_engine(*, expert: bool, expert_max_steps: int = 200) -> Any:
+def make_engine(*, expert: bool, expert_max_steps: int = 200, engine: str = "fast") -> Any:
     """A TextWorld environment for ALFWorld ``game.tw-pddl`` files.
+
+    ``engine="fast"`` (the default) builds on :func:`seed_gym.envs.alfworld.fast.fast_pddl_env`
+    (same game, cached parsing and translation; refuses unpinned versions); ``"stock"`` on the
+    untouched ``PddlEnv``.
 
     With ``expert=True`` the state carries ``extra.expert_plan`` (one next action, from the fixed
     handcoded expert); that needs facts each step and costs roughly 10-20% per step.
@@ -134,7 +149,14 @@ def make_engine(*, expert: bool, expert_max_steps: int = 200) -> Any:
     extras = ["gamefile"] + (["expert_plan"] if expert else [])
     infos = textworld.EnvInfos(won=True, admissible_commands=True, feedback=True,
                                facts=expert, extras=extras)
-    env = AlfredInfos(AlfredDemangler(PddlEnv(infos), shuffle=False))
+    engine_version(engine)
+    if engine == "fast":
+        from seed_gym.envs.alfworld.fast import fast_pddl_env
+
+        base = fast_pddl_env(infos)
+    else:
+        base = PddlEnv(infos)
+    env = AlfredInfos(AlfredDemangler(base, shuffle=False))
     if expert:
         _, fixed_expert = _fixed_expert_classes()
         env = fixed_expert(env, max_steps=expert_max_steps)
@@ -163,7 +185,7 @@ def expert_next_action(state: Any) -> str | None:
 
 
 def solve_with_expert(game_file: str, *, max_steps: int = 50,
-                      engine: Any = None) -> list[str] | None:
+                      engine: Any = None, engine_kind: str = "fast") -> list[str] | None:
     """Play ``game_file`` with the fixed handcoded expert; the winning walkthrough, or None.
 
     Used to verify generated games: a game counts as solvable when the expert wins within
@@ -172,7 +194,7 @@ def solve_with_expert(game_file: str, *, max_steps: int = 50,
     """
     from alfworld.agents.expert import HandCodedAgentFailed, HandCodedAgentTimeout
 
-    engine = engine or make_engine(expert=True, expert_max_steps=max_steps)
+    engine = engine or make_engine(expert=True, expert_max_steps=max_steps, engine=engine_kind)
     rng = OwnRandom(GAME_SEED)
     walkthrough: list[str] = []
     try:

@@ -8,6 +8,8 @@
 * Reward 1.0 on the step that wins; ``terminated`` = won; ``score`` = won as 0/1;
   ``family`` = the task type; ``max_steps`` = 50 by default.
 * ``expert=True`` fills ``info["expert_action"]`` with the fixed handcoded expert's next action.
+* ``engine="fast"`` (default) or ``"stock"``: the same engine with or without the caches of
+  :mod:`seed_gym.envs.alfworld.fast`; ``version``/``describe()`` name the one that played.
 * Determinism: a game always plays the same way. The engine's RNG (used only by the expert's
   fallbacks) starts from the same state for every episode of a game, so the expert replays the
   walkthrough the generator verified; the reset ``seed`` seeds only ``np_random``.
@@ -20,8 +22,8 @@ from typing import Any, ClassVar
 
 from seed_gym.core import StepOutcome, TaskInfo, TextEnv
 from seed_gym.envs.alfworld import data as alf_data
-from seed_gym.envs.alfworld.engine import (ENGINE_VERSION, OwnRandom, expert_next_action, make_engine,
-                                           start_game)
+from seed_gym.envs.alfworld.engine import (ENGINE_VERSION, OwnRandom, engine_version, expert_next_action,
+                                           make_engine, start_game)
 from seed_gym.tasks import TaskSet
 
 _TASK_RE = re.compile(r"Your task is to:\s*(.+?)\s*$", re.S)
@@ -38,11 +40,19 @@ class ALFWorldEnv(TextEnv):
 
     def __init__(self, *, data: str | None = None, seed: int = 0, sizes: dict[str, int] | None = None,
                  expert: bool = False, max_steps: int | None = None, split: str = "train",
-                 gen_workers: int | None = None, render_mode: str | None = None) -> None:
+                 gen_workers: int | None = None, render_mode: str | None = None, engine: str = "fast") -> None:
         """``data``: ``None``/``"generated"`` (generated games, from ``seed`` and ``sizes``),
         ``"official"`` (``$ALFWORLD_DATA``) or a path to a ``json_2.1.1`` tree. ``split`` is where
-        ``reset()`` without a task id draws from."""
+        ``reset()`` without a task id draws from. ``engine``: ``"fast"`` (the default; cached
+        parsing and translation, proven identical by ``seed-gym data alfworld --check-engine``)
+        or ``"stock"`` (the untouched stack); the run's ``env_version`` says which played."""
         super().__init__(max_steps=max_steps, render_mode=render_mode)
+        self.engine = str(engine)
+        self.version = engine_version(self.engine)  # recorded in the run manifest
+        if self.engine == "fast":
+            from seed_gym.envs.alfworld.fast import check_versions
+
+            check_versions()
         self.source = alf_data.game_source(data, seed=seed, sizes=sizes, workers=gen_workers)
         self.expert = bool(expert)
         self.default_split = split
@@ -58,13 +68,13 @@ class ALFWorldEnv(TextEnv):
                        aliases=task_set.aliases)
 
     def describe(self) -> dict[str, Any]:
-        return {"source": self.source.describe(), "engine": ENGINE_VERSION, "expert": self.expert}
+        return {"source": self.source.describe(), "engine": self.version, "expert": self.expert}
 
     # -- episode -------------------------------------------------------------------------
     def _reset(self, task_id: str, seed: int) -> tuple[str, TaskInfo]:
         game = str(alf_data.game_file(self.source.root, task_id))
         if self._engine is None:
-            self._engine = make_engine(expert=self.expert)
+            self._engine = make_engine(expert=self.expert, engine=self.engine)
         # Loading parses the PDDL; a reset alone rebuilds the state, so groups skip the load.
         self._state = start_game(self._engine, game, self._rng, load=game != self._loaded_game)
         self._loaded_game = game

@@ -128,3 +128,57 @@ def test_a_worker_that_dies_before_its_reply_is_read_fails_its_calls_at_once():
         worker.conn.send = send_then_let_it_die
         (result,) = pool.run([Call("step", 0, action="crash")])
     assert isinstance(result, CallError) and result.message == "env worker died"
+
+
+def test_a_hung_step_kills_its_worker_after_the_call_timeout_and_the_episode_is_retried():
+    class HangOnce(ScriptAgent):
+        hung = False
+
+        def act(self, episode_ids, observations, infos):
+            actions = super().act(episode_ids, observations, infos)
+            if not self.hung and "count-3#0" in episode_ids:
+                self.hung = True
+                actions[episode_ids.index("count-3#0")] = AgentAction("hang")
+            return actions
+
+    agent = HangOnce()
+    with make_pool("process", "toy-counter", {}, num_slots=1, workers=1, call_timeout=2) as pool:
+        records = run_rollouts(pool, agent, plan_episodes(["count-3", "count-2"]))
+    assert all(r.won and r.status == "completed" for r in records)
+    assert agent.reset_ids.count("count-3#0") == 2  # replayed from the start on a fresh worker
+
+
+def test_an_episode_that_always_hangs_is_recorded_as_an_error_and_the_run_goes_on():
+    agent = ScriptAgent({"count-2#0": "hang"})
+    with make_pool("process", "toy-counter", {}, num_slots=2, workers=2, call_timeout=1) as pool:
+        records = {r.episode_id: r for r in run_rollouts(pool, agent, plan_episodes(["count-2", "count-3"]))}
+    assert records["count-2#0"].status == "error" and "exceeded 1 s" in records["count-2#0"].error
+    assert records["count-3#0"].won
+
+
+def test_workers_are_recycled_after_n_episodes_without_losing_one():
+    agent = ScriptAgent()
+    episodes = plan_episodes(TASKS[:5])
+    with make_pool("process", "toy-counter", {}, num_slots=1, workers=1, recycle_after=2) as pool:
+        pids = set()
+        records = run_rollouts(pool, agent, episodes, on_records=lambda rs: pids.update(pool.worker_pids()))
+        assert pool.recycled == 2  # before the 3rd and the 5th episode
+    assert len(pids) == 3
+    assert all(r.won for r in records) and sorted(agent.reset_ids) == sorted(e.episode_id for e in episodes)
+
+
+def test_a_worker_mid_episode_is_not_recycled():
+    from seed_gym.backends import Call
+
+    with make_pool("process", "toy-counter", {}, num_slots=2, workers=1, recycle_after=1) as pool:
+        pool.run([Call("reset", 0, task_id="count-3", seed=0)])
+        pid = pool.worker_pids()[0]
+        pool.run([Call("reset", 1, task_id="count-2", seed=0)])  # slot 0 is mid-episode: keep it
+        assert pool.worker_pids()[0] == pid and pool.recycled == 0
+        (step,) = pool.run([Call("step", 0, action="up")])
+        assert step[0] == "value 1"  # slot 0's episode went on where it was
+        for slot, n in ((0, 2), (1, 2)):
+            for _ in range(n):
+                pool.run([Call("step", slot, action="up")])
+        pool.run([Call("reset", 0, task_id="count-1", seed=0)])  # both idle now: recycled
+        assert pool.recycled == 1 and pool.worker_pids()[0] != pid

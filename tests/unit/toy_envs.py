@@ -2,12 +2,14 @@
 
 It is a real TextEnv subclass (not a mock): a counter game. Task ``count-N`` is won by saying
 ``up`` N times; ``admissible_actions`` is ``["up", "down"]``. ``crash`` kills the worker process
-(to test worker restarts), ``boom`` raises inside the env (to test per-env failures).
+(to test worker restarts), ``boom`` raises inside the env (to test per-env failures), ``hang``
+sleeps for an hour (to test call timeouts).
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from seed_gym.core import StepOutcome, TaskInfo, TextEnv, UnknownTaskError
 from seed_gym.tasks import Split, TaskSet
@@ -44,6 +46,8 @@ class CounterEnv(TextEnv):
             os._exit(3)
         if action == "boom":
             raise RuntimeError("boom")
+        if action == "hang":
+            time.sleep(3600)
         if action not in ("up", "down"):
             return StepOutcome("Nothing happens.", invalid_action=True)
         self.value += 1 if action == "up" else -1

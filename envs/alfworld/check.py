@@ -1,0 +1,168 @@
+"""``seed-gym data alfworld --check-engine DIR``: the fast engine plays every game like stock.
+
+For every solvable game under ``DIR`` (a ``json_2.1.1`` tree, or a folder holding one) a worker
+builds one stock and one fast engine (both with the fixed expert) and plays on both, in lock step:
+
+1. load + reset, then the expert's walkthrough (the stock expert's next action each step, until
+   won or ``max_steps``);
+2. reset without a load, then ``random_steps`` seeded random admissible actions;
+3. a second load of the same game (the fast engine's caches now hit) + reset, then another seeded
+   random sequence.
+
+After every call it compares the observation, the admissible commands in order, ``won``, the
+score, the expert's plan, the facts, any exception the engine raised, and the state of the
+engine's own RNG (:class:`~seed_gym.envs.alfworld.engine.OwnRandom`, so both stacks draw the
+same random numbers). Engines are reused from game to game, as a worker does. Any difference is
+reported with the game, the phase and the step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from seed_gym.envs.alfworld import data as alf_data
+
+_ENGINES: dict[str, Any] = {}
+
+
+def _engines() -> tuple[Any, Any]:
+    from seed_gym.envs.alfworld.engine import make_engine
+
+    if not _ENGINES:
+        _ENGINES["stock"] = make_engine(expert=True, engine="stock")
+        _ENGINES["fast"] = make_engine(expert=True, engine="fast")
+    return _ENGINES["stock"], _ENGINES["fast"]
+
+
+def _view(state: Any, rng: Any, error: str | None) -> dict[str, Any]:
+    return {"observation": state["feedback"], "admissible": list(state["admissible_commands"]),
+            "won": bool(state["won"]), "score": state.get("score"),
+            "expert_plan": list(state.get("extra.expert_plan") or []),
+            "facts": sorted(map(str, state.get("facts") or [])), "error": error,
+            "rng": hashlib.sha256(repr(rng._state).encode()).hexdigest()}
+
+
+class _Side:
+    def __init__(self, engine: Any) -> None:
+        from seed_gym.envs.alfworld.engine import OwnRandom
+
+        self.engine = engine
+        self.rng = OwnRandom(0)
+        self.state: Any = None
+
+    def start(self, game: str, load: bool) -> dict[str, Any]:
+        from seed_gym.envs.alfworld.engine import start_game
+
+        self.state = start_game(self.engine, game, self.rng, load=load)
+        return _view(self.state, self.rng, None)
+
+    def step(self, command: str) -> dict[str, Any]:
+        previous, error = self.state, None
+        try:
+            with self.rng.active():
+                self.state, _, _ = self.engine.step(command)
+        except Exception as exc:  # the expert's bookkeeping; the env keeps playing (env.py)
+            error = f"{type(exc).__name__}: {exc}"
+            if self.engine.state is previous:
+                raise
+            self.state = self.engine.state
+            self.state["extra.expert_plan"] = []
+        return _view(self.state, self.rng, error)
+
+
+def check_game(game: str, *, random_steps: int = 15, max_steps: int = 50, reset_only: bool = True) -> dict[str, Any]:
+    """Play one game on both stacks; the number of compared calls and the differences."""
+    stock, fast = (_Side(e) for e in _engines())
+    differences: list[str] = []
+    compared = 0
+
+    def compare(phase: str, step: int, a: dict[str, Any], b: dict[str, Any]) -> None:
+        nonlocal compared
+        compared += 1
+        for key in a:
+            if a[key] != b[key]:
+                differences.append(f"{game} {phase} step {step}: {key} differs: stock {a[key]!r:.200} "
+                                   f"fast {b[key]!r:.200}")
+
+    def play(phase: str, load: bool, choose: Callable[[dict[str, Any]], str | None]) -> None:
+        a, b = stock.start(game, load), fast.start(game, load)
+        compare(phase, 0, a, b)
+        for step in range(1, max_steps + 1):
+            if a["won"] or differences:
+                return
+            command = choose(a)
+            if command is None:
+                return
+            a, b = stock.step(command), fast.step(command)
+            compare(phase, step, a, b)
+
+    def expert(view: dict[str, Any]) -> str:
+        plan = view["expert_plan"]
+        return plan[0] if plan and plan[0] in view["admissible"] else "look"
+
+    def seeded(salt: str) -> Callable[[dict[str, Any]], str | None]:
+        rng = random.Random(hashlib.sha256(f"{game}|{salt}".encode()).hexdigest())
+        left = [random_steps]
+
+        def choose(view: dict[str, Any]) -> str | None:
+            if left[0] <= 0:
+                return None
+            left[0] -= 1
+            return rng.choice(view["admissible"])
+        return choose
+
+    play("walkthrough", True, expert)
+    if not differences and reset_only:
+        play("random-1 (reset only)", False, seeded("1"))
+    if not differences:
+        play("random-2 (reloaded)", True, seeded("2"))
+    return {"game": game, "compared": compared, "differences": differences}
+
+
+def game_files(root: str | Path, splits: list[str] | None = None) -> list[str]:
+    """The collectable games of ``splits`` (``train``/``seen``/``unseen``; default all three)
+    that exist under ``root``."""
+    tree = alf_data.tree_root(root)
+    files = []
+    for name in splits or list(alf_data.SPLIT_DIRS):
+        split_dir = alf_data.SPLIT_DIRS.get(name, name)
+        if not (tree / split_dir).is_dir():
+            continue
+        files += [str(tree / tid / alf_data.GAME_FILE) for tid in alf_data.collect_split(tree, split_dir)]
+    return files
+
+
+def check_engine(root: str | Path, *, splits: list[str] | None = None, workers: int = 1, random_steps: int = 15,
+                 reset_only: bool = True, limit: int | None = None, on_game: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Check every collectable game of ``splits`` under ``root``; a summary with every difference."""
+    files = game_files(root, splits)
+    files = files[:limit] if limit else files
+    results = []
+    if workers <= 1:
+        iterator: Any = (check_game(g, random_steps=random_steps, reset_only=reset_only) for g in files)
+    else:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        iterator = pool.map(_check_one, [(g, random_steps, reset_only) for g in files])
+    try:
+        for result in iterator:
+            results.append(result)
+            if on_game:
+                on_game(result)
+    finally:
+        if workers > 1:
+            pool.shutdown()
+    differences = [d for r in results for d in r["differences"]]
+    return {"root": str(alf_data.tree_root(root)), "splits": splits or list(alf_data.SPLIT_DIRS), "games": len(results),
+            "compared_states": sum(r["compared"] for r in results), "differences": len(differences),
+            "details": differences[:50], "random_steps": random_steps,
+            "reset_only_phase": reset_only}
+
+
+def _check_one(args: tuple[str, int, bool]) -> dict[str, Any]:
+    game, random_steps, reset_only = args
+    return check_game(game, random_steps=random_steps, reset_only=reset_only)
