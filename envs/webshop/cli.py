@@ -44,13 +44,14 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         products: int = typer.Option(1000, help="SynShop products."),
         seed: int = typer.Option(0, help="SynShop seed."),
         goals: str = typer.Option("synthetic", help="synthetic or human."),
+        state_api: bool = typer.Option(False, help="Also serve GET /api/<sid>/state (session JSON with the goal: the answer key)."),
     ) -> None:
         """Serve the WebShop pages (search, results, item, sub-pages, done) with a session per episode."""
         import uvicorn
 
         from seed_gym.envs.webshop.server import create_app
 
-        uvicorn.run(create_app(data=data, num_products=products, seed=seed, goals=goals), host=host, port=port,
+        uvicorn.run(create_app(data=data, num_products=products, seed=seed, goals=goals, state_api=state_api), host=host, port=port,
                     log_level="warning")
 
     @bench_app.command("webshop")

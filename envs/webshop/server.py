@@ -9,7 +9,10 @@ any other id draws a goal by weight, seeded by the id):
 * ``GET /search_results/<sid>/<keywords>/<page>``;
 * ``GET /item_page/<sid>/<asin>/<keywords>/<page>/<options>`` (options: JSON object, URL-quoted);
 * ``GET /item_sub_page/<sid>/<asin>/<keywords>/<page>/<sub_page>/<options>``;
-* ``GET /done/<sid>/<asin>/<options>`` -> the reward (also ``GET /api/<sid>/state`` as JSON).
+* ``GET /done/<sid>/<asin>/<options>`` -> the reward.
+* ``GET /api/<sid>/state`` -> the session as JSON, goal included: the env's answer key, so it is
+  served only when the app is built with ``state_api=True`` (``seed-gym serve webshop --state-api``),
+  for harnesses that score through it; otherwise 404.
 
 Every page is rendered from :meth:`Session.nodes`, so the strings a browser shows are the text
 env's; Jinja2 autoescaping escapes whatever users type (HTML/JS is shown, never run). Sessions live
@@ -30,8 +33,10 @@ from urllib.parse import quote
 
 from seed_gym.envs.webshop.pages import SUB_PAGES, Session
 from seed_gym.envs.webshop.shop import Shop, get_shop
+from seed_gym.serving import guard
 
 TEMPLATES = Path(__file__).with_name("templates")
+MAX_BODY_BYTES = 2**20
 #: Keywords longer than this travel in URLs as ``~k<crc>`` and are kept server-side (URLs stay short).
 MAX_URL_KEYWORDS = 1000
 _LONG_KEYWORDS: dict[str, str] = {}
@@ -73,13 +78,14 @@ def _options_part(options: dict[str, str]) -> str:
 
 
 def _parse_options(raw: str) -> dict[str, str]:
+    """The options part of a URL: a flat JSON object of strings; anything else means no options."""
     try:
         value = json.loads(raw)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # RecursionError: thousands of nested "["
         return {}
     if not isinstance(value, dict):
         return {}
-    return {str(k): str(v) for k, v in value.items()}
+    return {str(k): v for k, v in value.items() if isinstance(v, str)}
 
 
 def hrefs(session: Session, sid: str) -> dict[str, str]:
@@ -106,7 +112,7 @@ def hrefs(session: Session, sid: str) -> dict[str, str]:
 
 
 def create_app(*, data: str | None = None, num_products: int = 1000, seed: int = 0, goals: str = "synthetic",
-               max_sessions: int = 10_000, shop: Shop | None = None) -> Any:
+               max_sessions: int = 10_000, shop: Shop | None = None, state_api: bool = False) -> Any:
     from fastapi import FastAPI, Form, HTTPException, Request
     from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
     from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -166,6 +172,8 @@ def create_app(*, data: str | None = None, num_products: int = 1000, seed: int =
 
     @app.get("/api/{sid}/state")
     def state(sid: str) -> Any:
+        if not state_api:
+            raise HTTPException(404, "the state API is off (it reveals the goal); serve with --state-api")
         s = session_for(sid)
         return JSONResponse({"page": s.page, "done": s.done, "reward": s.reward, "asin": s.asin,
                              "options": s.options, "clickables": s.clickables(), "goal": s.goal["instruction_text"],
@@ -220,4 +228,5 @@ def create_app(*, data: str | None = None, num_products: int = 1000, seed: int =
         session.buy()
         return page(session, sid)
 
-    return app
+    # A search form is a few hundred bytes; a megabyte bounds what one request can make us hold.
+    return guard(app, max_body_bytes=MAX_BODY_BYTES)

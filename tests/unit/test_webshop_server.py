@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -23,7 +24,15 @@ def env():
 
 @pytest.fixture(scope="module")
 def client(env):
-    return TestClient(create_app(shop=env.shop))
+    return TestClient(create_app(shop=env.shop, state_api=True))
+
+
+def test_the_goal_revealing_state_api_is_off_by_default(env):
+    closed = TestClient(create_app(shop=env.shop))
+    closed.get("/fixed_3-x")
+    response = closed.get("/api/fixed_3-x/state")
+    assert response.status_code == 404 and "instruction" not in response.text
+    assert env.shop.goal("fixed_3")["instruction_text"] not in response.text
 
 
 def page_text(body: str) -> str:
@@ -93,3 +102,19 @@ def test_bad_urls_are_client_errors(client):
     asin = next(iter(client.app.state.shop.products))
     assert client.get(f"/item_page/fixed_0-z/{asin}/tea/1/%7Bbroken").status_code == 200
     assert client.get(f"/done/fixed_0-z/{asin}/%5B1%2C2%5D").status_code == 200
+
+
+@pytest.mark.parametrize("options", ["[" * 5000, '{"a": ' + "[" * 5000, '{"size": ' + "[" * 900 + "]" * 900 + "}"])
+def test_deeply_nested_options_in_a_url_are_no_options_not_a_500(client, env, options):
+    client.get("/fixed_2-deep")
+    asin = env.shop.goal("fixed_2")["asin"]
+    response = client.get(f"/item_page/fixed_2-deep/{asin}/shoes/1/{quote(options, safe='')}")
+    assert response.status_code == 200
+
+
+def test_a_body_over_the_cap_is_413(client):
+    from seed_gym.envs.webshop.server import MAX_BODY_BYTES
+
+    response = client.post("/fixed_1-big", data={"search_query": "x" * (MAX_BODY_BYTES + 1)})
+    assert response.status_code == 413
+    assert client.post("/fixed_1-big", data={"search_query": "shoes"}, follow_redirects=False).status_code in (302, 303)
