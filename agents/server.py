@@ -293,6 +293,8 @@ class CompletionRequest(_SamplingRequest):
             raise ValueError(f"at most {MAX_PROMPTS} prompts per request")
         if any(len(p) > MAX_TEXT_CHARS for p in prompts):
             raise ValueError(f"each prompt must be at most {MAX_TEXT_CHARS} characters")
+        if any(not p for p in prompts):  # nothing to condition on (the model saw 0 tokens: a 500 before)
+            raise ValueError("a prompt must not be empty")
         return value
 
     @field_validator("logprobs")

@@ -191,6 +191,8 @@ def test_concurrent_requests_are_batched_and_each_gets_its_own_answer(hf, counti
     ("/completions", {"prompt": "x", "max_tokens": 65}, 400, "at most 64"),
     ("/completions", {"prompt": "x", "model": "gpt-4o"}, 404, "gpt-4o"),
     ("/completions", {"prompt": [[1, 2, 3]]}, 400, "prompt"),
+    ("/completions", {"prompt": ""}, 400, "must not be empty"),  # #20 defect 3: was a 500
+    ("/completions", {"prompt": ["x", ""]}, 400, "must not be empty"),
 ])
 def test_bad_input_is_a_4xx_with_a_message(url, path, body, status, fragment) -> None:
     response = httpx.post(url + path, json=body, timeout=30)
