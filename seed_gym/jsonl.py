@@ -94,6 +94,7 @@ def append(path: Path, rows: Iterable[str]) -> None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary sibling, fsync, and rename it over ``path``."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("wb") as handle:
         handle.write(data)

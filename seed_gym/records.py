@@ -202,6 +202,4 @@ def _canonical(value: Any) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    jsonl.write_atomic(path, text.encode("utf-8"))

@@ -185,7 +185,7 @@ def expert_next_action(state: Any) -> str | None:
 
 
 def solve_with_expert(game_file: str, *, max_steps: int = 50,
-                      engine: Any = None, engine_kind: str = "fast") -> list[str] | None:
+                      engine: Any = None) -> list[str] | None:
     """Play ``game_file`` with the fixed handcoded expert; the winning walkthrough, or None.
 
     Used to verify generated games: a game counts as solvable when the expert wins within
@@ -194,7 +194,7 @@ def solve_with_expert(game_file: str, *, max_steps: int = 50,
     """
     from alfworld.agents.expert import HandCodedAgentFailed, HandCodedAgentTimeout
 
-    engine = engine or make_engine(expert=True, expert_max_steps=max_steps, engine=engine_kind)
+    engine = engine or make_engine(expert=True, expert_max_steps=max_steps)
     rng = OwnRandom(GAME_SEED)
     walkthrough: list[str] = []
     try:
