@@ -60,7 +60,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
     def bench_agent(
         model: Path = typer.Option(..., help="Local model folder (seed-gym model init --out DIR)."),
         backend: list[str] = typer.Option(["hf"], help="Backends to measure: hf, vllm (repeat)."),
-        env: str = typer.Option("webshop", help="Env whose real prompts are used."),
+        env: str = typer.Option(..., help="Env whose real prompts are used (see `seed-gym list`)."),
         split: str = typer.Option("test", help="Split of those tasks."),
         batch: list[int] = typer.Option([1, 8, 32], help="Batch sizes for tokens/s."),
         max_new_tokens: int = typer.Option(32, help="New tokens per prompt in the throughput test."),

@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 from seed_gym.agent import Agent, AgentAction, AgentSpec, AgentSpecError
 from seed_gym.agents.backends import Backend, BackendError, Generation, SamplingParams, make_backend, require_target
-from seed_gym.agents.backends.base import continued_turn
+from seed_gym.agents.backends.base import ChoiceScorer, continued_turn
 from seed_gym.agents.choice import RANK_RULES, choose
 from seed_gym.agents.parsing import ParsedResponse, get_parser, response_for
 from seed_gym.agents.prompts import EpisodeView, PromptBuilder, PromptTemplate, template_for_env
@@ -124,11 +124,12 @@ class ModelAgent(Agent):
         self._episodes: dict[str, EpisodeView] = {}
         self.template: PromptTemplate | None = None
         self.builder: PromptBuilder | None = None
-        self.bind_env(env_id or "generic")
+        self.bind_env(env_id)
 
     # -- setup ---------------------------------------------------------------------------------
-    def bind_env(self, env_id: str) -> None:
-        """Choose the prompt template and parser for ``env_id`` (the spec's ``template`` wins)."""
+    def bind_env(self, env_id: str | None) -> None:
+        """Choose the prompt template and parser for ``env_id`` (the spec's ``template`` wins; no env
+        yet: the generic template)."""
         self.env_id = env_id
         self.template = template_for_env(env_id, self.options.template)
         self.builder = PromptBuilder(self.template, self.options.history, self.options.observation_tokens)
@@ -205,13 +206,12 @@ class ModelAgent(Agent):
     def _ranked_choice(self, prompt: list[dict[str, str]], admissible: list[str], params: SamplingParams,
                        row: int) -> Generation:
         assert self.template is not None
-        scorer = getattr(self.backend, "score_choice_ids", None)
-        if scorer is None:
+        if not isinstance(self.backend, ChoiceScorer):
             raise BackendError(f"choose=rank needs a backend that scores text (hf); {self.backend_kind} does not")
         texts = [response_for(action, self.template.parser) for action in admissible]
         started = time.perf_counter()
-        choice_ids = self.backend.choice_ids(texts)  # type: ignore[attr-defined]
-        logprobs = scorer(prompt, choice_ids)
+        choice_ids = self.backend.choice_ids(texts)
+        logprobs = self.backend.score_choice_ids(prompt, choice_ids)
         best = choose(choice_ids, logprobs, self.options.rank_by, params.temperature,
                       random.Random(params.seed_for(row)))
         return Generation(text=texts[best], prompt_tokens=0, completion_tokens=0, finish_reason="stop",

@@ -1,8 +1,10 @@
 """Responses -> env actions, with the validity flags training penalises.
 
-Two response styles:
+A template's ``parser`` names a :class:`ResponseStyle`: ``react``, built in, or one an env's profile
+declares in ``response_parsers`` (Search-QA's ``search-r1``, whose action is the cut response
+itself; see ``envs/searchqa/parsing.py``).
 
-* ``react`` (ALFWorld, WebShop): ``<think>...</think><action>...</action>``. The action is the text
+* ``react``: ``<think>...</think><action>...</action>``. The action is the text
   inside the one ``<action>`` tag. Fatal problems (no action tag, several, an empty one) send the
   empty action, so the env takes its invalid-action path. Other problems (no ``<think>``, CJK
   characters — the SDAR validity rule) still execute the action but mark the step format-invalid;
@@ -10,9 +12,6 @@ Two response styles:
   Where the env lists admissible actions, the action is projected onto them: ``exact`` matches
   case-, space- and quote-insensitively; ``fuzzy`` also accepts the closest admissible action at a
   rapidfuzz ratio >= ``fuzzy_threshold`` (flagged ``projected``); ``none`` sends it verbatim.
-* ``search-r1`` (Search-QA): the response is cut after the first ``</search>``, else the first
-  ``</answer>``, and the cut text is the action (the env parses it). It is format-invalid without a
-  complete ``<search>`` or ``<answer>`` pair, or with both kinds or repeated tags (verl-agent's rule).
 
 ``ParsedResponse.valid`` is the format validity recorded per step (``valid_format``) and used for
 the invalid-action penalty in training; ``flags`` say why.
@@ -24,14 +23,15 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from seed_gym.envs.searchqa.protocol import cut_response
+from seed_gym.profile import resolve
+from seed_gym.registry import declared_names, declared_target
 
 FATAL_FLAGS = frozenset({"missing_action", "duplicate_action", "empty_action"})
 
 _ACTION = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_SEARCH_TAG = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
+#: Chinese, Japanese and Korean characters: a response with any is format-invalid (SDAR's rule).
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,8 @@ def project(action: str, admissible: Sequence[str] | None, mode: str = "exact",
 
 
 def response_is_action(parser: str) -> bool:
-    """Whether the env takes the whole (cut) response as its action: Search-R1's protocol."""
-    return parser == "search-r1"
+    """Whether the env takes the whole (cut) response as its action (e.g. Search-R1's protocol)."""
+    return response_style(parser).response_is_action
 
 
 def response_for(action: str, parser: str = "react", think: str = "") -> str:
@@ -88,7 +88,7 @@ def parse_react(response: str, admissible: Sequence[str] | None = None, *, proje
     actions = _ACTION.findall(response)
     if require_think and not _THINK.search(response):
         flags.append("missing_think")
-    if _CJK.search(response):
+    if CJK.search(response):
         flags.append("cjk")
     if not actions:
         return ParsedResponse("", False, tuple(flags + ["missing_action"]))
@@ -103,28 +103,32 @@ def parse_react(response: str, admissible: Sequence[str] | None = None, *, proje
     return ParsedResponse(action, valid, tuple(flags) + projection_flags)
 
 
-def parse_search_r1(response: str, admissible: Sequence[str] | None = None, **_: object) -> ParsedResponse:
-    cut = cut_response(response)  # the env's own Search-R1 cut, so agent and env agree
-    kinds = [kind for kind, _ in _SEARCH_TAG.findall(cut)]
-    if not kinds:
-        return ParsedResponse(cut, False, ("missing_action",))
-    flags: list[str] = []
-    if len(set(kinds)) > 1:
-        flags.append("search_and_answer")
-    if len(kinds) > 1:
-        flags.append("duplicate_action")
-    if _CJK.search(cut):
-        flags.append("cjk")
-    # The env reads the first complete tag itself, so even a flagged response is sent as cut.
-    return ParsedResponse(cut, not flags, tuple(flags))
-
-
 Parser = Callable[..., ParsedResponse]
-PARSERS: dict[str, Parser] = {"react": parse_react, "search-r1": parse_search_r1}
+
+
+@dataclass(frozen=True)
+class ResponseStyle:
+    """How a response becomes an action: ``parse(response, admissible, **options)``; with
+    ``response_is_action`` the env reads the (cut) response itself, so behaviour cloning targets
+    and ranked choices are ``<think></think>`` + the action text, without ``<action>`` tags."""
+
+    parse: Parser
+    response_is_action: bool = False
+
+
+REACT = ResponseStyle(parse_react)
+
+
+def response_style(name: str) -> ResponseStyle:
+    """``react``, or the style a registered env's profile declares under ``name``."""
+    if name == "react":
+        return REACT
+    target = declared_target("response_parsers", name)
+    if target is None:
+        known = ", ".join(["react", *declared_names("response_parsers")])
+        raise ValueError(f"unknown response parser {name!r}; known: {known}")
+    return resolve(target)
 
 
 def get_parser(name: str) -> Parser:
-    try:
-        return PARSERS[name]
-    except KeyError:
-        raise ValueError(f"unknown response parser {name!r}; known: {', '.join(sorted(PARSERS))}") from None
+    return response_style(name).parse

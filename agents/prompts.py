@@ -1,7 +1,8 @@
 """Prompt templates and the prompt builder: one env step -> the chat messages a model sees.
 
-Templates are data (TOML files in ``agents/templates/``), one per env, chosen by env id; users pass
-their own with ``@template=path.toml``. A template names:
+Templates are data (TOML files), one per env, declared as ``prompt_template`` in the env's profile
+(``envs/<env>/prompts/``); an env that declares none gets ``agents/templates/generic.toml``. Users
+pass their own with ``@template=path.toml``. A template names:
 
 * ``first`` / ``step`` — the text at step 0 and at later steps (``str.format`` fields below);
   with ``first_without_history`` the ``first`` text is also used whenever the window is 0
@@ -10,12 +11,12 @@ their own with ``@template=path.toml``. A template names:
 * ``history_item`` / ``history_separator`` — how one past step is shown, and how they are joined;
 * ``history_length`` — the window k: only the last k steps are shown (``@history=k`` overrides;
   -1 shows every past step);
-* ``parser`` (``react`` or ``search-r1``), ``stop`` strings and ``max_new_tokens`` for decoding,
+* ``parser`` (``react``, or a response style an env's profile declares, e.g. ``search-r1``), ``stop`` strings and ``max_new_tokens`` for decoding,
   ``prompt_tokens`` (keep only the last N prompt tokens);
 * ``admissible_item`` / ``admissible_separator`` — how admissible actions are listed;
   ``hide_actions`` — admissible actions left out of the list (verl-agent drops ``help``);
-* ``view`` — an env's own rendering of observations and actions for this layout (see
-  :data:`VIEWS`), e.g. verl-agent's quoted WebShop pages;
+* ``view`` — an env's own rendering of observations and actions for this layout, a name the env's
+  profile declares in ``prompt_views`` (e.g. verl-agent's quoted shop pages);
 * ``continue_turn`` — Search-R1's transcript: the ``first`` text is the user turn, and every later
   prompt *continues one assistant turn* with the past responses and observations (``segments``,
   each observation cut to its first ``observation_tokens`` tokens) instead of closing the user
@@ -35,7 +36,6 @@ tokenizer has one (the server's, for ``openai``), so every backend sees the same
 from __future__ import annotations
 
 import hashlib
-import importlib
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,26 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from seed_gym.core import SeedGymError
+from seed_gym.profile import resolve
+from seed_gym.registry import declared_names, declared_target, profile
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
-
-#: env id -> template file. Envs without an entry use ``generic.toml``. ALFWorld and WebShop
-#: default to verl-agent's layout (what SEED, SDAR and GiGPO checkpoints were trained on);
-#: ``alfworld.toml`` / ``webshop.toml`` keep seed-gym's earlier wording for comparison.
-ENV_TEMPLATES: dict[str, Path] = {
-    "alfworld": TEMPLATE_DIR / "alfworld-verl-agent.toml",
-    "webshop": TEMPLATE_DIR / "webshop-verl-agent.toml",
-    "webshop-browser": TEMPLATE_DIR / "webshop-verl-agent.toml",
-    "searchqa": TEMPLATE_DIR / "searchqa.toml",
-}
-
-#: A view re-renders what the env shows for one layout: ``(task, first_observation, observation,
-#: admissible_actions) -> (task, observation, actions)``; ``observation`` is also applied to the
-#: observations shown in history items. Named ``"module:function"``, imported on first use.
-VIEWS: dict[str, str] = {
-    "webshop-verl-agent": "seed_gym.envs.webshop.verl_agent:view",
-}
-
 
 class TemplateError(SeedGymError, ValueError):
     pass
@@ -125,8 +109,9 @@ def load_template(path: str | Path) -> PromptTemplate:
             f"unknown keys {sorted(unknown)} (known: {sorted(_KNOWN_KEYS)})" if unknown else ""])))
     data["stop"] = tuple(data.get("stop", ()))
     data["hide_actions"] = tuple(data.get("hide_actions", ()))
-    if data.get("view") and data["view"] not in VIEWS:
-        raise TemplateError(f"prompt template {path}: unknown view {data['view']!r} (known: {sorted(VIEWS)})")
+    if data.get("view") and declared_target("prompt_views", data["view"]) is None:
+        raise TemplateError(f"prompt template {path}: unknown view {data['view']!r} "
+                            f"(known: {declared_names('prompt_views')})")
     template = PromptTemplate(**data, source=str(path))
     _check_fields(template)
     return template
@@ -142,13 +127,14 @@ def _check_fields(template: PromptTemplate) -> None:
         raise TemplateError(f"prompt template {template.source or template.id} uses an unknown field: {error}") from None
 
 
-def template_for_env(env_id: str, override: str | Path | None = None) -> PromptTemplate:
-    return load_template(override or ENV_TEMPLATES.get(env_id, TEMPLATE_DIR / "generic.toml"))
+GENERIC_TEMPLATE = TEMPLATE_DIR / "generic.toml"
 
 
-def register_template(env_id: str, path: str | Path) -> None:
-    """Give a (plugin) env its own template file."""
-    ENV_TEMPLATES[env_id] = Path(path)
+def template_for_env(env_id: str | None, override: str | Path | None = None) -> PromptTemplate:
+    """``override``, else the template the env's profile declares, else (also for no env yet) the
+    generic one."""
+    declared = profile(env_id).prompt_template if env_id else None
+    return load_template(override or declared or GENERIC_TEMPLATE)
 
 
 @dataclass
@@ -244,8 +230,7 @@ class PromptBuilder:
         if not self.template.view:
             return task, observation, list(admissible_actions or [])
         if self._view is None:
-            module, _, name = VIEWS[self.template.view].partition(":")
-            self._view = getattr(importlib.import_module(module), name)
+            self._view = resolve(declared_target("prompt_views", self.template.view) or "")
         return self._view(task, first_observation, observation, admissible_actions)
 
     def _window(self, episode: EpisodeView, observation: str) -> list[Mapping[str, Any]]:

@@ -10,15 +10,16 @@ from seed_gym.agent import Agent, AgentAction, AgentSpec, make_agent, register_a
 from seed_gym.checker import ContractViolation, check_text_env
 from seed_gym.core import (INFO_KEYS, EnvMisuseError, MissingDataError, SeedGymError, StepOutcome,
                            TaskInfo, TextEnv, UnknownTaskError)
-from seed_gym.registry import list_envs, load_entry_points, make, register
+from seed_gym.profile import EnvProfile
+from seed_gym.registry import list_envs, load_entry_points, make, profile, register
 from seed_gym.tasks import Split, TaskSet
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "INFO_KEYS", "Agent", "AgentAction", "AgentSpec", "ContractViolation", "EnvMisuseError", "MissingDataError",
+    "INFO_KEYS", "Agent", "AgentAction", "AgentSpec", "ContractViolation", "EnvMisuseError", "EnvProfile", "MissingDataError",
     "SeedGymError", "Split", "StepOutcome", "TaskInfo", "TaskSet", "TextEnv", "UnknownTaskError",
-    "check_text_env", "list_envs", "load_entry_points", "make", "make_agent", "register", "register_agent_kind",
+    "check_text_env", "list_envs", "load_entry_points", "make", "make_agent", "profile", "register", "register_agent_kind",
 ]
 
 # Registers every installed env (built-in and third-party) with seed-gym and gymnasium, so that

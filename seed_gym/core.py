@@ -136,6 +136,13 @@ class TextEnv(gym.Env[str, str]):
     def _expert_action(self) -> str | None:
         return None
 
+    def ground_truth(self, task_id: str) -> Mapping[str, Any] | None:
+        """What a rule analyzer may know of a task beyond its record (the answer key), or None.
+
+        Only training's teachers read it (OPSD's ground-truth skills, SEED's rule analyzer); agents
+        never see it. Envs document their keys; an unknown task id gives None, never an error."""
+        return None
+
     def data_fingerprint(self) -> str:
         """A hash of the env's data as a whole (which game files, catalog, corpus)."""
         return self.task_set().data_fingerprint

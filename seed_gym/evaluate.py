@@ -18,7 +18,7 @@ from typing import Any
 from seed_gym.agent import AgentSpec, agent_class, make_agent
 from seed_gym.backends import DEFAULT_CALL_TIMEOUT, make_pool
 from seed_gym.records import RunDir, provenance
-from seed_gym.registry import make
+from seed_gym.registry import make, profile
 from seed_gym.rollout import plan_episodes, run_rollouts
 from seed_gym.scoring import summarize
 from seed_gym.tasks import fingerprint
@@ -78,7 +78,7 @@ def prepare(config: EvalConfig) -> PreparedRun:
     describe = getattr(probe, "describe", None)
     extra = {"env_description": describe() if describe else {}, "agent_description": agent.describe(),
              "task_ids": task_ids,
-             "provenance": provenance()}
+             "provenance": provenance(profile(config.env).packages)}
     probe.close()
     if needs_expert:
         env_kwargs = {**env_kwargs, "expert": True}

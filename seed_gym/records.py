@@ -20,7 +20,7 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -95,12 +95,16 @@ class RunMismatchError(SeedGymError, ValueError):
     """``--out`` points at a run with a different identity; resuming would mix results."""
 
 
-def provenance() -> dict[str, Any]:
+#: Distributions every run records; an env adds its own engine's (its profile's ``packages``).
+CORE_PACKAGES = ("seed-gym", "gymnasium", "numpy", "torch", "transformers")
+
+
+def provenance(env_packages: Sequence[str] = ()) -> dict[str, Any]:
     """Package versions, git commit and host: what a reader needs to reproduce a row."""
     from importlib.metadata import PackageNotFoundError, version
 
     versions = {}
-    for package in ("seed-gym", "gymnasium", "alfworld", "textworld", "numpy", "torch", "transformers"):
+    for package in (*CORE_PACKAGES[:2], *env_packages, *CORE_PACKAGES[2:]):
         try:
             versions[package] = version(package)
         except PackageNotFoundError:

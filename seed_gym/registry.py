@@ -20,6 +20,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from seed_gym.core import SeedGymError, TextEnv
+from seed_gym.profile import DEFAULT_PROFILE, EnvProfile
 
 ENTRY_POINT_GROUP = "seed_gym.envs"
 log = logging.getLogger(__name__)
@@ -32,13 +33,15 @@ class UnknownEnvError(SeedGymError, KeyError):
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """How to build one env: ``entry_point`` is ``"package.module:Class"`` or a callable."""
+    """How to build one env: ``entry_point`` is ``"package.module:Class"`` or a callable;
+    ``profile`` is what agents and training know about it (:mod:`seed_gym.profile`)."""
 
     env_id: str
     entry_point: str | Callable[..., TextEnv]
     description: str = ""
     gym_id: str | None = None
     default_kwargs: dict[str, Any] = field(default_factory=dict)
+    profile: EnvProfile = DEFAULT_PROFILE
 
     def load(self) -> Callable[..., TextEnv]:
         if callable(self.entry_point):
@@ -52,9 +55,9 @@ _entry_points_loaded = False
 
 
 def register(env_id: str, entry_point: str | Callable[..., TextEnv], *, description: str = "",
-             gym_id: str | None = None, **default_kwargs: Any) -> EnvSpec:
+             gym_id: str | None = None, profile: EnvProfile = DEFAULT_PROFILE, **default_kwargs: Any) -> EnvSpec:
     """Register an env under ``env_id`` (and with gymnasium under ``gym_id`` when given)."""
-    spec = EnvSpec(env_id, entry_point, description, gym_id, default_kwargs)
+    spec = EnvSpec(env_id, entry_point, description, gym_id, default_kwargs, profile)
     _SPECS[env_id] = spec
     if gym_id:
         _register_with_gymnasium(spec)
@@ -96,6 +99,28 @@ def spec(env_id: str) -> EnvSpec:
     except KeyError:
         known = ", ".join(sorted(_SPECS)) or "(none)"
         raise UnknownEnvError(f"unknown env {env_id!r}; registered: {known}") from None
+
+
+def profile(env_id: str) -> EnvProfile:
+    """The profile of a registered env (an env registered without one gets the defaults)."""
+    return spec(env_id).profile
+
+
+def declared_target(mapping_field: str, name: str) -> str | None:
+    """The target some registered profile declares for ``name`` in one of its mapping fields
+    (``prompt_views``, ``response_parsers``), or None: how a template's names find their code."""
+    load_entry_points()
+    for env_spec in _SPECS.values():
+        target = getattr(env_spec.profile, mapping_field).get(name)
+        if target:
+            return target
+    return None
+
+
+def declared_names(mapping_field: str) -> list[str]:
+    """Every name the registered profiles declare in one of their mapping fields, sorted."""
+    load_entry_points()
+    return sorted({name for s in _SPECS.values() for name in getattr(s.profile, mapping_field)})
 
 
 def make(env_id: str, **kwargs: Any) -> TextEnv:

@@ -30,8 +30,6 @@ from typing import Any, Protocol, runtime_checkable
 from seed_gym.agents.backends.base import Backend, SamplingParams
 from seed_gym.records import EpisodeRecord
 from seed_gym.training.rules import GroundTruth, RuleAnalyzer, ground_truth_from_env
-from seed_gym.training.rules.alfworld import parse_alfworld_goal
-from seed_gym.training.rules.webshop import parse_item_page, parse_shop_goal
 from seed_gym.training.skill_schema import PROMPT_VERSION, Skill
 from seed_gym.training.trajectory import serialize_trajectory
 
@@ -40,8 +38,7 @@ __all__ = [
     "analyzer_prompt", "repair_prompt", "Analyzer", "AnalyzerStats", "ModelAnalyzer",
     "ANALYZER_KINDS", "make_analyzer",
     # re-exported from seed_gym.training.rules
-    "GroundTruth", "RuleAnalyzer", "ground_truth_from_env", "parse_alfworld_goal", "parse_item_page",
-    "parse_shop_goal",
+    "GroundTruth", "RuleAnalyzer", "ground_truth_from_env",
 ]
 
 #: Default trajectory budget (chars) for analyzer prompts: ~3k tokens leaves room for the

@@ -12,9 +12,9 @@ Rules:
   or ``@logprobs=1`` (training always does); otherwise the response text is re-tokenised, plus EOS
   when the generation ended by stopping. A step marked ``retokenize`` (Search-R1) trains on its
   recorded response as the env took it, re-tokenised without EOS, as Search-R1 does.
-* The reward of a step sample is the episode reward (scale x won — ALFWorld and WebShop 10,
-  Search-QA 1, i.e. EM) minus the format penalty (0.1; Search-QA 0.01) when that step's response
-  was format-invalid (seed-method.md §3). ``group_id`` is the task id: GRPO normalises over all step
+* The reward of a step sample is the episode reward (the env profile's ``reward_scale`` x won)
+  minus the profile's ``invalid_penalty`` when that step's response was format-invalid
+  (seed-method.md §3). ``group_id`` is the task id: GRPO normalises over all step
   samples of a task.
 * Error records (the env failed) carry no steps and give no samples.
 """
@@ -28,15 +28,14 @@ from typing import Any
 from seed_gym.agents.parsing import response_is_action
 from seed_gym.agents.prompts import EpisodeView, PromptBuilder
 from seed_gym.records import EpisodeRecord, StepRecord
+from seed_gym.registry import profile
 
 
 def reward_rule(env_id: str) -> tuple[float, float]:
-    """(episode reward scale, per-step format penalty) of an env, from the loss module's tables
-    (seed-method.md §3); a plugin env gets (1, 0.1)."""
-    from seed_gym.training.losses import EPISODE_REWARD_SCALE, INVALID_ACTION_PENALTY
-
-    family = env_id.split("-")[0]  # webshop-browser scores like webshop
-    return EPISODE_REWARD_SCALE.get(family, 1.0), INVALID_ACTION_PENALTY.get(family, 0.1)
+    """(episode reward scale, per-step format penalty) of an env: its profile's ``reward_scale``
+    and ``invalid_penalty`` (seed-method.md §3)."""
+    env_profile = profile(env_id)
+    return env_profile.reward_scale, env_profile.invalid_penalty
 
 
 @dataclass
@@ -86,7 +85,7 @@ def samples_from_records(records: Iterable[EpisodeRecord], tokenizer: Any, env_i
     scale, penalty = reward_rule(env_id)
     samples = []
     for record in records:
-        reward = scale * float(record.won)
+        reward = scale * float(record.won)  # losses.episode_reward, without importing torch here
         for step in record.steps:
             samples.append(StepSample(
                 messages=step_messages(step), response_ids=response_ids(step, tokenizer),

@@ -6,7 +6,7 @@ What both runners do per update (one optimizer step):
 * the same local model folder, loaded in float32 on CPU; a frozen reference copy of it for the
   k3 KL term (β = ``beta``, 0.01 by default; β = 0 drops the reference on both sides);
 * the same prompts: the first-step chat prompts of the first ``prompts`` tasks of a real env split
-  (WebShop test by default), rendered through the model's chat template;
+  (``env``, ``split``: the README runs WebShop test), rendered through the model's chat template;
 * ``group`` completions per prompt, sampled at temperature 1.0 (no top-k, no top-p), at most
   ``max_new_tokens`` new tokens each, all ``prompts x group`` in one ``generate`` call;
 * the same reward of each completion's decoded text (:func:`reward`), group-normalised advantages,
@@ -145,7 +145,7 @@ class SeedGymRunner:
                  max_new_tokens: int, lr: float, beta: float, micro_batch: int, seed: int) -> None:
         import torch
 
-        from seed_gym.training.algorithms import UpdateSettings
+        from seed_gym.training.update import UpdateSettings
         from seed_gym.training.losses import LossConfig
         from seed_gym.training.policy import Policy
 
@@ -165,7 +165,7 @@ class SeedGymRunner:
     def update(self) -> None:
         """One timed update: generate, reward, rl_update (one optimizer step)."""
         from seed_gym.agents.backends import SamplingParams
-        from seed_gym.training.algorithms import rl_update
+        from seed_gym.training.update import rl_update
         from seed_gym.training.batch import StepSample
 
         index, group = len(self.seconds), self.group
@@ -279,7 +279,7 @@ def run_trl(model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: 
 # -- both --------------------------------------------------------------------------------------
 def compare_with_trl(model: Path, *, prompts: int = 8, group: int = 8, max_new_tokens: int = 16, steps: int = 3,
                      lr: float = 1e-6, beta: float = 0.01, micro_batch: int | None = None, seed: int = 0,
-                     env: str = "webshop", split: str = "test") -> dict[str, Any]:
+                     env: str, split: str = "test") -> dict[str, Any]:
     """Run the same GRPO update with seed-gym and with TRL; ``result["ratio"]`` is seed-gym's
     tokens/s over TRL's. ``micro_batch`` (seed-gym) defaults to the whole batch, as TRL runs it."""
     if prompts < 1 or steps < 1 or max_new_tokens < 1:

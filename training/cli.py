@@ -9,6 +9,8 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 
+from seed_gym.training.algorithms import names as algorithm_names
+
 console = Console()
 
 SHOWN = ("success_rate", "reward_mean", "loss", "pg_loss", "opd_loss", "gate_mean", "gate_active_ratio",
@@ -24,7 +26,7 @@ def _describe(row: dict[str, Any]) -> str:
 def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, serve_app: typer.Typer) -> None:
     @app.command("train")
     def train_command(
-        algo: str = typer.Option(..., help="sft, grpo, opsd, grpo-opsd, sdar, seed or skill-sd."),
+        algo: str = typer.Option(..., help=f"One of: {', '.join(algorithm_names(with_sft=True))}."),
         env: str = typer.Option(..., help="Environment id."),
         model: Path = typer.Option(..., help="Local model folder to start from (from_pretrained)."),
         updates: Optional[int] = typer.Option(None, help="RL updates (paper: 150)."),
@@ -60,12 +62,15 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         group: int = typer.Option(8, help="Completions per prompt."),
         max_new_tokens: int = typer.Option(16, help="Tokens per completion."),
         steps: int = typer.Option(3, help="Measured updates per trainer (after one warm-up)."),
+        env: str = typer.Option(..., help="Env whose real first-step prompts are trained on (see `seed-gym list`)."),
+        split: str = typer.Option("test", help="Split of those tasks."),
         out: Optional[Path] = typer.Option(None, help="Also write the result as JSON here."),
     ) -> None:
         """Tokens/s of one GRPO update: seed-gym's loop vs TRL's GRPOTrainer, same model and batch."""
         from seed_gym.training.bench import compare_with_trl
 
-        result = compare_with_trl(model, prompts=prompts, group=group, max_new_tokens=max_new_tokens, steps=steps)
+        result = compare_with_trl(model, prompts=prompts, group=group, max_new_tokens=max_new_tokens, steps=steps,
+                                  env=env, split=split)
         for name, row in result["rows"].items():
             console.print(f"{name:>10}: {row['tokens_per_s']:.0f} tokens/s ({row['seconds_per_update']:.2f} s/update)")
         console.print(f"seed-gym / TRL = [bold]{result['ratio']:.2f}x[/]")

@@ -17,39 +17,34 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from seed_gym.backends import DEFAULT_CALL_TIMEOUT
 from seed_gym.core import SeedGymError
-
-ALGOS = ("sft", "grpo", "opsd", "grpo-opsd", "sdar", "seed", "skill-sd")
+from seed_gym.registry import profile
+from seed_gym.training import algorithms
 
 
 class ConfigError(SeedGymError, ValueError):
     pass
 
 
-#: Step caps per env for RL (seed-method.md §9: SEED uses 30 / 15). Search-QA: None, the env's own
-#: Search-R1 budget (max_turns = 4 generations that may search, then one answer-only generation).
-RL_MAX_STEPS: dict[str, int | None] = {"alfworld": 30, "webshop": 15, "webshop-browser": 15, "searchqa": None}
 #: The prompt budget (left truncation) when neither the config nor the prompt template sets one.
 DEFAULT_MAX_PROMPT_TOKENS = 2048
-#: Tasks per update (A/W/S: 16 / 16 / 128).
-RL_TASKS = {"alfworld": 16, "webshop": 16, "webshop-browser": 16, "searchqa": 128}
 
 
 class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    algo: Literal["sft", "grpo", "opsd", "grpo-opsd", "sdar", "seed", "skill-sd"]
+    algo: str  # "sft" or a name (or alias) in the algorithm table (training/algorithms.py)
     env: str
     model: str
     out: str
     seed: int = 0
     updates: int = 150
     # -- rollouts
-    tasks_per_update: Optional[int] = None  # env default (RL_TASKS)
+    tasks_per_update: Optional[int] = None  # the env profile's rl_tasks
     group: int = 8
-    max_steps: Optional[int] = None         # env default for RL (RL_MAX_STEPS)
+    max_steps: Optional[int] = None         # the env profile's rl_max_steps
     train_split: str = "train"
     temperature: float = 1.0
-    max_new_tokens: Optional[int] = None    # the prompt template's default (ALFWorld/WebShop 512, Search-QA 500)
+    max_new_tokens: Optional[int] = None    # the prompt template's default
     history: Optional[int] = None           # the prompt template's default
     projection: str = "exact"
     env_args: dict[str, Any] = {}
@@ -57,6 +52,7 @@ class TrainConfig(BaseModel):
     workers: int = 2
     env_call_timeout: float = DEFAULT_CALL_TIMEOUT  # seconds per env call before its worker is replaced
     env_recycle_after: Optional[int] = None         # replace each env worker after this many episodes
+    live_episodes: int = 64  # env instances alive at once per rank; an update's episodes beyond it wait
     # -- optimisation
     lr: float = 1e-6
     weight_decay: float = 0.0
@@ -101,7 +97,18 @@ class TrainConfig(BaseModel):
     save_every: int = 1
     keep_checkpoints: int = 2
 
-    @field_validator("updates", "group", "micro_batch", "mini_batches", "save_every", "sft_epochs", "sft_batch")
+    @field_validator("algo")
+    @classmethod
+    def _known_algo(cls, value: str) -> str:
+        if value == algorithms.SFT:
+            return value
+        try:
+            return algorithms.algorithm(value).name
+        except algorithms.UnknownAlgorithmError:
+            raise ValueError(f"unknown algo; choose from {', '.join(algorithms.names(with_sft=True))}") from None
+
+    @field_validator("updates", "group", "live_episodes", "micro_batch", "mini_batches", "save_every", "sft_epochs",
+                     "sft_batch")
     @classmethod
     def _positive(cls, value: int) -> int:
         if value < 1:
@@ -117,7 +124,11 @@ class TrainConfig(BaseModel):
 
     def rl_max_steps(self) -> int | None:
         """The RL step cap; None leaves the env's own budget."""
-        return self.max_steps or RL_MAX_STEPS.get(self.env, 30)
+        return self.max_steps or profile(self.env).rl_max_steps
+
+    def rl_tasks(self) -> int:
+        """Tasks per RL update."""
+        return self.tasks_per_update or profile(self.env).rl_tasks
 
     def template(self) -> Any:
         from seed_gym.agents.prompts import template_for_env
@@ -130,9 +141,6 @@ class TrainConfig(BaseModel):
     def prompt_tokens(self) -> int:
         return self.max_prompt_tokens or self.template().prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS
 
-    def rl_tasks(self) -> int:
-        return self.tasks_per_update or RL_TASKS.get(self.env, 16)
-
     @classmethod
     def identity_defaults(cls) -> dict[str, Any]:
         """Field defaults: what a run recorded before a field existed is taken to have used."""
@@ -143,7 +151,7 @@ class TrainConfig(BaseModel):
         recorded as the values in force, so a run that wrote them explicitly still matches."""
         identity = self.model_dump(exclude={"updates", "sft_epochs", "eval_every", "save_every", "keep_checkpoints",
                                             "workers", "observation_tokens", "env_call_timeout",
-                                            "env_recycle_after"})
+                                            "env_recycle_after", "live_episodes"})
         identity.update(max_new_tokens=self.new_tokens(), max_prompt_tokens=self.prompt_tokens())
         if self.observation_tokens is not None:
             identity["observation_tokens"] = self.observation_tokens

@@ -26,30 +26,29 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from seed_gym.training.algorithms import algorithm
+
 __all__ = [
-    "EPISODE_REWARD_SCALE", "INVALID_ACTION_PENALTY", "episode_reward", "step_rewards",
+    "episode_reward", "step_rewards",
     "group_advantages", "masked_mean", "ppo_clip_loss", "k3_kl", "opd_loss", "skill_sd_loss",
-    "LossConfig", "PRESETS", "ALIASES", "total_loss",
+    "LossConfig", "total_loss",
 ]
 
 # ---------------------------------------------------------------------------------------------
 # 1. Rewards (§3)
 # ---------------------------------------------------------------------------------------------
 
-# Reward of a won episode, per env: ALFWorld 10·won, WebShop 10 iff the env reward is 1 (our
-# ``won``), Search exact match (1 or 0).
-EPISODE_REWARD_SCALE: dict[str, float] = {"alfworld": 10.0, "webshop": 10.0, "searchqa": 1.0}
-# Subtracted from the score of each invalid step (missing tags or CJK characters).
-INVALID_ACTION_PENALTY: dict[str, float] = {"alfworld": 0.1, "webshop": 0.1, "searchqa": 0.01}
+def episode_reward(scale: float, won: bool) -> float:
+    """The episode reward R(τ) of §3: ``scale * won``.
 
+    ``scale`` is the env profile's ``reward_scale`` (ALFWorld and WebShop 10, Search 1) and ``won``
+    the episode's success flag as the env records it: ALFWorld won, WebShop env reward == 1 (the
+    raw WebShop score is kept elsewhere as ``task_score``), Search EM.
 
-def episode_reward(env: str, won: bool) -> float:
-    """The episode reward R(τ) of §3: ``EPISODE_REWARD_SCALE[env] * won``.
-
-    ``won`` is the episode's success flag as the envs record it: ALFWorld won, WebShop env
-    reward == 1 (the raw WebShop score is kept elsewhere as ``task_score``), Search EM.
+    >>> episode_reward(10.0, True), episode_reward(10.0, False)
+    (10.0, 0.0)
     """
-    return EPISODE_REWARD_SCALE[env] * float(won)
+    return scale * float(won)
 
 
 def step_rewards(episode_reward: float, invalid_flags: Sequence[bool], penalty: float) -> list[float]:
@@ -57,7 +56,8 @@ def step_rewards(episode_reward: float, invalid_flags: Sequence[bool], penalty: 
 
     Rule: every step sample carries the *episode* reward (it sits on the last response token of
     each step sample), and a step whose action was invalid has ``penalty`` subtracted from its own
-    score only; other steps are untouched. ``penalty`` is ``INVALID_ACTION_PENALTY[env]``.
+    score only; other steps are untouched. ``penalty`` is the env profile's ``invalid_penalty``
+    (a step is invalid for missing tags or CJK characters).
 
     >>> step_rewards(10.0, [False, True, False], 0.1)
     [10.0, 9.9, 10.0]
@@ -284,8 +284,9 @@ def skill_sd_loss(student_logprobs: Tensor, teacher_logprobs: Tensor, old_logpro
 
 @dataclass(frozen=True)
 class LossConfig:
-    """Coefficients of the actor loss. The defaults are SEED's (§9); the other algorithms are
-    the diffs in ``PRESETS``, so build configs with ``LossConfig.for_algo(name, **overrides)``.
+    """Coefficients of the actor loss. The defaults are SEED's (§9); each algorithm's preset is its
+    diff in :data:`~seed_gym.training.algorithms.ALGORITHMS`, so build configs with
+    ``LossConfig.for_algo(name, **overrides)``.
 
     * ``dual_clip`` = 3: verl's ``clip_ratio_c`` default, active in all the verl-based codes of
       the brief (SDAR scripts state it; the SEED paper is silent).
@@ -306,36 +307,19 @@ class LossConfig:
 
     @classmethod
     def for_algo(cls, algo: str, **overrides: float | None) -> LossConfig:
-        """The preset of ``algo`` (a key of ``PRESETS``, or an alias such as "grpo-opsd"), with
-        ``overrides`` (sweeps) on top. An override of None is kept (``dual_clip=None`` = off)."""
-        algo = ALIASES.get(algo, algo)
-        if algo not in PRESETS:
-            raise ValueError(f"unknown algo {algo!r}; choose from {sorted(PRESETS)}")
-        return cls(algo=algo, **{**PRESETS[algo], **overrides})
+        """The preset of ``algo`` (a name in the algorithm table, or an alias such as "grpo+opsd"),
+        with ``overrides`` (sweeps) on top. An override of None is kept (``dual_clip=None`` = off)."""
+        entry = algorithm(algo)
+        return cls(algo=entry.name, **{**entry.loss, **overrides})
 
     def __post_init__(self) -> None:
         # What defines an algorithm cannot be overridden: a term its preset switches off stays
         # off, one it switches on stays on (LossConfig("grpo") would otherwise silently carry
         # SEED's OPD coefficient). Other values, e.g. β or λ in a sweep, are free.
-        if self.algo not in PRESETS:
-            raise ValueError(f"unknown algo {self.algo!r}; choose from {sorted(PRESETS)}")
-        for name, value in PRESETS[self.algo].items():
+        for name, value in algorithm(self.algo).loss.items():
             if (getattr(self, name) == 0.0) != (value == 0.0):
                 raise ValueError(f"{self.algo} needs {name} {'= 0' if value == 0.0 else '!= 0'}; "
                                  f"use LossConfig.for_algo({self.algo!r})")
-
-
-# Diffs from the SEED defaults (§11). "sdar" and "seed" share one loss: they differ in where the
-# skill comes from (a static SkillBank vs. the policy's own hindsight skill), not in the loss.
-PRESETS: dict[str, dict[str, float]] = {
-    "grpo": {"opd_coef": 0.0},
-    "opsd": {"pg_coef": 0.0},  # SDAR code's OPSD: the SDAR loss without the PG term
-    "grpo+opsd": {"gate_beta": 0.0},  # g ≡ 0.5, effective weight 0.005
-    "sdar": {},
-    "seed": {},
-    "skill-sd": {"opd_coef": 0.0, "skill_sd_coef": 0.001},
-}
-ALIASES: dict[str, str] = {"grpo-opsd": "grpo+opsd"}  # the spelling of training/config.py
 
 
 def _require(tensor: Tensor | None, name: str, term: str) -> Tensor:

@@ -51,10 +51,11 @@ class Policy:
     def backend(self, batch_size: int = 32) -> HFBackend:
         return HFBackend.wrap(self.model, self.tokenizer, path=self.path, batch_size=batch_size)
 
-    def encode_prompt(self, messages: Sequence[dict[str, Any]] | str) -> list[int]:
+    def encode_prompt(self, messages: Sequence[dict[str, Any]] | str, *, extra_tokens: int = 0) -> list[int]:
         """Prompt tokens exactly as generation fed them (:func:`prompt_ids`: chat template, assistant
-        turn open or continued), left-truncated to ``max_prompt_tokens`` like the backend does."""
-        return prompt_ids(self.tokenizer, messages, self.max_prompt_tokens)
+        turn open or continued), left-truncated to ``max_prompt_tokens`` like the backend does;
+        ``extra_tokens`` widens the budget (a teacher prompt is longer by its skill)."""
+        return prompt_ids(self.tokenizer, messages, self.max_prompt_tokens + extra_tokens)
 
     def encode_text(self, text: str, *, eos: bool = False) -> list[int]:
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]

@@ -20,8 +20,8 @@ current observation.
 **Skill bank** (:class:`SkillBank`). SDAR's teacher sees a static bank: general skills for the env plus
 the skills of the task's family — ALFWorld task type, WebShop category, Search-QA data source — as
 ``[Privileged Skill Information]\\n{skills}\\n\\n`` before the prompt (:func:`prepend_privileged`).
-Built-in banks are short and true for this repo's envs; users load their own from a folder of
-Markdown files or a JSON file (:meth:`SkillBank.load`).
+An env declares its bank in its profile (``skill_bank``, e.g. ``envs/<env>/skills.py``); users load
+their own from a folder of Markdown files or a JSON file (:meth:`SkillBank.load`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from seed_gym.profile import resolve
+from seed_gym.registry import profile
 
 EPISODE_SKILL_HEADER = "**Episode-Level Skill**"
 EPISODE_SKILL_INTRO = "Refer to this episode-level skill when deciding what action to take in the current episode:"
@@ -114,12 +117,12 @@ class SkillBank:
 
     @classmethod
     def for_env(cls, env_id: str) -> "SkillBank":
-        """The built-in bank of ``env_id`` (``webshop-browser`` shares WebShop's)."""
-        key = BANK_ALIASES.get(env_id, env_id)
-        if key not in BUILTIN_BANKS:
-            raise ValueError(f"no built-in skill bank for {env_id!r}; known: {', '.join(sorted(BUILTIN_BANKS))} "
-                             "(load your own with SkillBank.load)")
-        data = BUILTIN_BANKS[key]
+        """The bank the env's profile declares (``skill_bank``)."""
+        target = profile(env_id).skill_bank
+        if not target:
+            raise ValueError(f"{env_id!r} declares no skill bank (skill_bank in its profile); "
+                             "load your own with SkillBank.load")
+        data = resolve(target)
         return cls(env_id, list(data["general"]), {k: list(v) for k, v in data["families"].items()},
                    dict(data.get("aliases", {})))
 
@@ -234,101 +237,3 @@ def parse_markdown_skills(text: str) -> list[str]:
                 skills[-1] += " " + line.strip()
         return [s for s in skills if s]
     return [" ".join(p.split()) for p in re.split(r"\n\s*\n", "\n".join(lines)) if p.strip()]
-
-
-# -- built-in banks -------------------------------------------------------------------------------
-BANK_ALIASES = {"webshop-browser": "webshop"}
-
-BUILTIN_BANKS: dict[str, dict[str, Any]] = {
-    "alfworld": {
-        "general": [
-            "Only admissible actions work (anything else gets 'Nothing happens.'): copy object and "
-            "receptacle names with their numbers exactly as listed.",
-            "Search systematically: visit each likely receptacle once, open closed ones (drawers, cabinets, "
-            "fridge, microwave, safe) and do not go back to places already checked.",
-            "You can hold one object at a time: take the target object first, then carry it to the appliance "
-            "or the destination.",
-            "Place an object with 'put <object> in/on <receptacle>' or 'move <object> to <receptacle>', "
-            "whichever the admissible list offers, and only after every required change (clean, hot, "
-            "cool) is done.",
-        ],
-        "families": {
-            "pick_and_place_simple": [
-                "Find the object, take it, go to the destination receptacle, open it if it is closed, and put "
-                "the object there.",
-            ],
-            "look_at_obj_in_light": [
-                "Find and take the object, then go to the desklamp or floorlamp and 'use' the lamp while "
-                "holding the object; the lamp itself is never taken.",
-            ],
-            "pick_clean_then_place_in_recep": [
-                "Take the object, go to the sinkbasin and 'clean <object> with sinkbasin N' while holding it, "
-                "then put it in/on the destination.",
-            ],
-            "pick_heat_then_place_in_recep": [
-                "Take the object, go to the microwave and 'heat <object> with microwave N' while holding it "
-                "(it need not be opened or loaded), then put it in/on the destination.",
-            ],
-            "pick_cool_then_place_in_recep": [
-                "Take the object, go to the fridge and 'cool <object> with fridge N' while holding it, then "
-                "put it in/on the destination.",
-            ],
-            "pick_two_obj_and_place": [
-                "Move the two objects one at a time: take the first, put it in/on the destination, then find "
-                "a second one with a different number and put it there too.",
-            ],
-        },
-    },
-    "webshop": {
-        "general": [
-            "Search with a short query that names the product type and its key attribute (e.g. 'sulfate "
-            "free shampoo') instead of pasting the whole instruction.",
-            "Open a result whose title names the requested product type (a conditioner is not a shampoo) "
-            "and whose listed price is under the price cap.",
-            "On the item page click every option value the instruction names (color, size, pack size, "
-            "flavor name, scent, style) before clicking Buy Now; a missing or wrong option lowers the reward.",
-            "When unsure whether the item has a required attribute, read Description or Features and come "
-            "back with '< Prev'.",
-            "Buy within the step budget: do not loop between search and result pages.",
-        ],
-        "families": {
-            "beauty": ["Beauty items usually ask for a scent, color, style or pack size: select exactly that value; "
-                       "check attributes such as 'sulfate free' or 'paraben free' in Features."],
-            "electronics": ["Electronics usually ask for a color, style or pack size; check features such as "
-                            "'noise cancelling' or 'easy install' in the description."],
-            "fashion": ["Clothing and shoes ask for both a color and a size: select both before buying."],
-            "grocery": ["Food items ask for a flavor name and a pack size: select both; check claims such as "
-                        "'gluten free' or 'non gmo' in Features."],
-            "garden": ["Home and furniture items ask for a color, size, style or pack size; match each one "
-                       "the instruction names."],
-        },
-        "aliases": {"food": "grocery", "furniture": "garden", "home": "garden"},
-    },
-    "searchqa": {
-        "general": [
-            "Decompose the question into single-fact hops and search one hop per query, naming the entity "
-            "and the relation (e.g. '<person> member of band').",
-            "Take each bridge entity from the <information> passages before the next search; never guess "
-            "an intermediate entity.",
-            "Answer only with an entity that the retrieved passages state, inside <answer> </answer>, "
-            "with no explanation.",
-            "Stop searching once a passage states the final fact; the number of searches is limited.",
-        ],
-        "families": {
-            "nq": ["Single-fact questions: one search for the entity and relation, then answer with the "
-                   "name exactly as the passage writes it."],
-            "triviaqa": ["Single-fact questions in unusual wording: rephrase into '<entity> <relation>' "
-                         "before searching."],
-            "popqa": ["Questions about little-known entities: search the full name; do not answer from memory."],
-            "hotpotqa": ["Two-hop questions: find the bridge entity first; for a comparison, look up the "
-                         "attribute of both entities and answer with one of them."],
-            "2wiki": ["Kinship and comparison questions: follow relations one hop at a time (a paternal "
-                      "grandfather is the father's father; a father-in-law is the spouse's father)."],
-            "musique": ["Long chains of three or four hops: note each bridge entity and spend one search "
-                        "per hop."],
-            "bamboogle": ["Two-hop compositions: resolve the inner entity (e.g. the band of a person) "
-                          "before asking about its attribute."],
-        },
-        "aliases": {"2wikimultihopqa": "2wiki"},
-    },
-}

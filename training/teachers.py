@@ -1,14 +1,15 @@
 """Where each algorithm's teacher context comes from — the one thing that tells SDAR, SEED and
-OPSD apart (their loss is shared; see :mod:`.losses`).
+OPSD apart (their loss is shared; see :mod:`.losses`). Which source an algorithm uses is its
+``teacher`` in the algorithm table (:mod:`.algorithms`):
 
-* ``seed`` / ``skill-sd``: hindsight skills written per trajectory by an analyzer — by default the
+* ``hindsight`` (seed, skill-sd): skills written per trajectory by an analyzer — by default the
   policy itself with its current weights (SEED's self-evolving analyzer), else a rule-based or an
   external OpenAI-compatible analyzer; inserted after the task line of every step prompt (H(h, s)).
-* ``sdar``: a static skill bank (general + per-family skills), prepended as
+* ``skill-bank`` (sdar): a static skill bank (general + per-family skills), prepended as
   ``[Privileged Skill Information]`` like SDAR's code.
-* ``opsd`` / ``grpo-opsd``: the ground truth — the rule analyzer with the env's answer key writes
-  a true, specific skill per trajectory.
-* ``grpo``: no teacher.
+* ``ground-truth`` (opsd, grpo-opsd): the rule analyzer with the env's answer key writes a true,
+  specific skill per trajectory.
+* ``none`` (grpo): no teacher.
 
 A sample whose trajectory got no skill has teacher None: it carries no distillation signal.
 """
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from seed_gym.records import EpisodeRecord
+from seed_gym.training.algorithms import algorithm
 from seed_gym.training.analyzer import ground_truth_from_env, make_analyzer
 from seed_gym.training.batch import StepSample
 from seed_gym.training.skills import SkillBank, insert_skill_messages, prepend_privileged_messages
@@ -33,14 +35,15 @@ class TeacherSource:
         self.algo = algo
         self.analyzer = None
         self.bank = None
-        if algo in ("seed", "skill-sd"):
+        teacher = algorithm(algo).teacher
+        truth = ground_truth_from_env(env) if env else None
+        if teacher == "hindsight":
             self.analyzer = make_analyzer(analyzer, env_id=env_id, backend=policy_backend, base_url=analyzer_url,
                                           model=analyzer_model, max_new_tokens=analyzer_max_new_tokens,
-                                          ground_truth=ground_truth_from_env(env) if env else None)
-        elif algo in ("opsd", "grpo-opsd", "grpo+opsd"):
-            self.analyzer = make_analyzer("rule", env_id=env_id,
-                                          ground_truth=ground_truth_from_env(env) if env else None)
-        elif algo == "sdar":
+                                          ground_truth=truth)
+        elif teacher == "ground-truth":
+            self.analyzer = make_analyzer("rule", env_id=env_id, ground_truth=truth)
+        elif teacher == "skill-bank":
             self.bank = SkillBank.load(skill_bank, env_id) if skill_bank else SkillBank.for_env(env_id)
 
     def teacher_messages(self, records: Sequence[EpisodeRecord],

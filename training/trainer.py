@@ -6,7 +6,7 @@ RL, per update k (seed-method.md §5 "per-update loop"):
    same rollout engine and model agent evaluation uses, into ``rollouts/update-k`` (records);
 2. turn the records into step samples; the algorithm's teacher source adds privileged prompts
    (SEED: the policy writes a hindsight skill per trajectory);
-3. :func:`~seed_gym.training.algorithms.rl_update`: GRPO + the algorithm's distillation term;
+3. :func:`~seed_gym.training.update.rl_update`: GRPO + the algorithm's distillation term;
 4. log metrics, checkpoint (``save_pretrained``), and every ``eval_every`` updates evaluate the
    checkpoint on the seen and unseen splits with a plain prompt (no skills at inference, §8).
 
@@ -34,7 +34,7 @@ from seed_gym.evaluate import EvalConfig, evaluate
 from seed_gym.records import EpisodeRecord, RunDir
 from seed_gym.registry import make
 from seed_gym.rollout import plan_episodes, run_rollouts
-from seed_gym.training.algorithms import UpdateSettings, rl_update
+from seed_gym.training.algorithms import SFT
 from seed_gym.training.batch import samples_from_records
 from seed_gym.training.config import ConfigError, TrainConfig
 from seed_gym.training.distributed import SINGLE, DataParallel
@@ -42,6 +42,7 @@ from seed_gym.training.losses import LossConfig
 from seed_gym.training.policy import Policy
 from seed_gym.training.runs import TrainRun
 from seed_gym.training.teachers import TeacherSource
+from seed_gym.training.update import UpdateSettings, rl_update
 
 OnRow = Callable[[dict[str, Any]], None]
 OnStatus = Callable[[str], None]  # a one-line progress message (the CLI shows it in its status line)
@@ -147,23 +148,40 @@ def due(update: int, every: int, last: int) -> bool:
 
 
 # -- RL ------------------------------------------------------------------------------------------
-def collect_rollouts(config: TrainConfig, run: TrainRun, update: int, pool: Any, policy: Policy,
-                     train_ids: list[str], parallel: DataParallel = SINGLE) -> list[EpisodeRecord]:
+@dataclass
+class RLRun:
+    """What an RL run holds from one update to the next; :func:`rl_step` advances it by one update."""
+
+    config: TrainConfig
+    run: TrainRun
+    parallel: DataParallel
+    policy: Policy
+    reference: Policy | None   # frozen start weights, for the KL term (None when kl_coef is 0)
+    optimizer: Any
+    loss_config: LossConfig
+    settings: UpdateSettings
+    teachers: TeacherSource
+    train_ids: list[str]
+    pool: Any = None           # the env pool, open while updates run
+
+
+def collect_rollouts(state: RLRun, update: int) -> list[EpisodeRecord]:
     """This update's episodes of this rank, played by the current policy (or read back after a kill)."""
+    config, parallel = state.config, state.parallel
     rng = random.Random(f"{config.seed}:{update}")
-    tasks = parallel.shard(rng.sample(train_ids, min(config.rl_tasks(), len(train_ids))))
+    tasks = parallel.shard(rng.sample(state.train_ids, min(config.rl_tasks(), len(state.train_ids))))
     episodes = plan_episodes(tasks, group=config.group, seed=config.seed * 100_003 + update)
-    folder = run.rollout_dir(update)
+    folder = state.run.rollout_dir(update)
     rundir = RunDir(folder / f"rank-{parallel.rank}" if parallel.enabled else folder)
     rundir.open({"update": update, "tasks": tasks, "group": config.group}, {"algo": config.algo})
     done = rundir.finished()
     todo = [e for e in episodes if e.episode_id not in done]
     if todo:
         params = agent_params(config, temperature=config.temperature, tokens=True)
-        agent = ModelAgent(AgentSpec("hf", str(policy.path), tuple(sorted(params.items()))),
-                           seed=config.seed * 7919 + update * 31, backend=policy.backend(),
+        agent = ModelAgent(AgentSpec("hf", str(state.policy.path), tuple(sorted(params.items()))),
+                           seed=config.seed * 7919 + update * 31, backend=state.policy.backend(),
                            env_id=config.env)
-        run_rollouts(pool, agent, todo, on_records=rundir.append)
+        run_rollouts(state.pool, agent, todo, on_records=rundir.append)
     finished = rundir.finished()
     return [finished[e.episode_id] for e in episodes if e.episode_id in finished]
 
@@ -186,8 +204,9 @@ def loss_config_of(config: TrainConfig) -> LossConfig:
     return LossConfig.for_algo(config.algo, **overrides)
 
 
-def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
-             parallel: DataParallel = SINGLE) -> list[dict[str, Any]]:
+def start_rl(config: TrainConfig, run: TrainRun, parallel: DataParallel, env: Any) -> tuple[RLRun, int]:
+    """Load the policy (or the checkpoint to resume), its reference, optimizer and teacher source;
+    returns the run state and the last finished update."""
     resumed = resume_point(run, config)
     torch.manual_seed(config.seed)
     device = parallel.device(config.device)
@@ -198,48 +217,55 @@ def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     if resumed.optimizer_state is not None:
         optimizer.load_state_dict(resumed.optimizer_state)
-    if parallel.is_main:
-        run.truncate_metrics(resumed.update)
-    env = make(config.env, **config.env_args)
-    train_ids = env.task_set().split(config.train_split).task_ids
     teachers = TeacherSource(config.algo, config.env, policy_backend=policy.backend(), env=env,
                              analyzer=config.analyzer, analyzer_url=config.analyzer_url,
                              analyzer_model=config.analyzer_model, skill_bank=config.skill_bank,
                              analyzer_max_new_tokens=config.analyzer_max_new_tokens)
     settings = UpdateSettings(micro_batch=config.micro_batch, mini_batches=config.mini_batches,
                               grad_clip=config.grad_clip)
-    rows: list[dict[str, Any]] = evaluate_initial(config, run, resumed.update, on_row) if parallel.is_main else []
-    parallel.barrier()
-    slots = max(1, min(-(-config.rl_tasks() // parallel.world) * config.group, 64))
-    env_kwargs = {**config.env_args, "max_steps": config.rl_max_steps()}
+    state = RLRun(config, run, parallel, policy, reference, optimizer, loss_config, settings, teachers,
+                  env.task_set().split(config.train_split).task_ids)
+    return state, resumed.update
+
+
+def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
+             parallel: DataParallel = SINGLE) -> list[dict[str, Any]]:
+    env = make(config.env, **config.env_args)
     try:
+        state, last = start_rl(config, run, parallel, env)
+        if parallel.is_main:
+            run.truncate_metrics(last)
+        rows: list[dict[str, Any]] = evaluate_initial(config, run, last, on_row) if parallel.is_main else []
+        parallel.barrier()
+        # Every episode of an update is live at once, up to ``live_episodes`` env instances per rank.
+        slots = max(1, min(-(-config.rl_tasks() // parallel.world) * config.group, config.live_episodes))
+        env_kwargs = {**config.env_args, "max_steps": config.rl_max_steps()}
         with make_pool(config.env_backend, config.env, env_kwargs, num_slots=slots, workers=config.workers,
-                       **pool_options(config)) as pool:
-            for update in range(resumed.update + 1, config.updates + 1):
-                row = rl_step(config, run, update, pool, policy, reference, optimizer, loss_config, settings,
-                              teachers, train_ids, parallel)
+                       **pool_options(config)) as state.pool:
+            for update in range(last + 1, config.updates + 1):
+                row = rl_step(state, update)
                 rows.append(row)
                 if parallel.is_main:
                     run.log(row)
                     if on_row:
                         on_row(row)
-                rows += checkpoint_and_evaluate(config, run, update, policy, optimizer, parallel, on_row)
+                rows += checkpoint_and_evaluate(config, run, update, state.policy, state.optimizer, parallel,
+                                                on_row)
     finally:
         env.close()
     return rows
 
 
-def rl_step(config: TrainConfig, run: TrainRun, update: int, pool: Any, policy: Policy, reference: Policy | None,
-            optimizer: Any, loss_config: LossConfig, settings: UpdateSettings, teachers: TeacherSource,
-            train_ids: list[str], parallel: DataParallel) -> dict[str, Any]:
+def rl_step(state: RLRun, update: int) -> dict[str, Any]:
     """Rollouts -> samples -> teachers -> one update; returns the update's metrics row."""
+    config, parallel = state.config, state.parallel
     started = time.perf_counter()
-    records = collect_rollouts(config, run, update, pool, policy, train_ids, parallel)
+    records = collect_rollouts(state, update)
     rolled = time.perf_counter()
-    samples = samples_from_records([r for r in records if r.status != "error"], policy.tokenizer, config.env)
-    teacher_messages, skill_stats = teachers.teacher_messages(records, samples)
-    stats = rl_update(policy, reference, samples, teacher_messages, optimizer, loss_config, settings,
-                      seed=config.seed * 1_000_003 + update, parallel=parallel)
+    samples = samples_from_records([r for r in records if r.status != "error"], state.policy.tokenizer, config.env)
+    teacher_messages, skill_stats = state.teachers.teacher_messages(records, samples)
+    stats = rl_update(state.policy, state.reference, samples, teacher_messages, state.optimizer, state.loss_config,
+                      state.settings, seed=config.seed * 1_000_003 + update, parallel=parallel)
     seconds = time.perf_counter() - started
     update_seconds = seconds - (rolled - started)
     if parallel.enabled:  # parse rates over all ranks
@@ -371,7 +397,7 @@ def train(config: TrainConfig, on_row: OnRow | None = None,
         if parallel.is_main:
             run.open(config.identity(), config.model_dump(), config.identity_defaults())
         parallel.barrier()
-        if config.algo == "sft":
+        if config.algo == SFT:
             if parallel.enabled:
                 raise ValueError("SFT runs in one process; launch it without torchrun")
             return train_sft_run(config, run, on_row, on_status)

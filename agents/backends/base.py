@@ -127,6 +127,19 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class ChoiceScorer(Protocol):
+    """A backend that scores given responses instead of sampling one (``choose=rank``)."""
+
+    def choice_ids(self, choices: Sequence[str]) -> list[list[int]]:
+        """The token ids scored for each choice (its encoding, then EOS)."""
+        ...
+
+    def score_choice_ids(self, prompt: Prompt, choice_ids: Sequence[Sequence[int]]) -> list[list[float]]:
+        """Per choice, the log-probability of each of its tokens after ``prompt``."""
+        ...
+
+
 def is_chat(prompt: Prompt) -> bool:
     return not isinstance(prompt, str)
 

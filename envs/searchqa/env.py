@@ -26,7 +26,7 @@
 from __future__ import annotations
 
 import time
-
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from seed_gym.core import MissingDataError, StepOutcome, TaskInfo, TextEnv, UnknownTaskError
@@ -82,6 +82,10 @@ class SearchQAEnv(TextEnv):
     # -- data ---------------------------------------------------------------------------------
     def task_set(self) -> TaskSet:
         return self.data.task_set(self.default_split)
+
+    def ground_truth(self, task_id: str) -> Mapping[str, Any] | None:
+        """The question row: ``golden_answers``, ``metadata.hops``, ``data_source``, ..."""
+        return self.data.questions.get(task_id)
 
     def describe(self) -> dict[str, Any]:
         return {"data": self.data.name, "retriever": self.server or self.backend, "topk": self.topk,

@@ -29,9 +29,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from seed_gym.core import StepOutcome, TaskInfo, TextEnv
+from seed_gym.core import StepOutcome, TaskInfo, TextEnv, UnknownTaskError
 from seed_gym.envs.webshop.nouns import default_choice
 from seed_gym.envs.webshop.pages import Session
 from seed_gym.envs.webshop.reward import get_reward
@@ -155,6 +156,13 @@ class WebShopBase(TextEnv):
     def task_set(self) -> TaskSet:
         ts = self.shop.task_set
         return TaskSet(ts.splits, ts.data_fingerprint, default_split=self.default_split, aliases=ts.aliases)
+
+    def ground_truth(self, task_id: str) -> Mapping[str, Any] | None:
+        """The goal: ``asin``, ``name``, ``attributes``, ``goal_options``, ``price_upper``, ..."""
+        try:
+            return self.shop.goal(task_id)
+        except UnknownTaskError:  # no ground truth: the rule still writes a skill
+            return None
 
     def describe(self) -> dict[str, Any]:
         """What the run manifest records: protocol and step cap, noun tagger, fuzzy matcher, data."""

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 def test_bench_agent_reports_throughput_per_batch_and_the_lockstep_speedup(tiny_model_dir, tmp_path):
     out = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, "-m", "seed_gym.cli", "bench", "agent", "--model", str(tiny_model_dir), "--batch", "1",
+        [sys.executable, "-m", "seed_gym.cli", "bench", "agent", "--model", str(tiny_model_dir), "--env", "webshop", "--batch", "1",
          "--batch", "4", "--max-new-tokens", "8", "--episodes", "3", "--max-steps", "2", "--out", str(out)],
         capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
     assert result.returncode == 0, result.stderr[-3000:]

@@ -19,7 +19,8 @@ def result(tiny_model_dir):
     from seed_gym.training.bench import compare_with_trl
 
     # lr high enough that one AdamW step moves every weight it touches well above float32 noise
-    return compare_with_trl(tiny_model_dir, prompts=PROMPTS, group=GROUP, max_new_tokens=MAX_NEW, steps=1, lr=1e-3)
+    return compare_with_trl(tiny_model_dir, prompts=PROMPTS, group=GROUP, max_new_tokens=MAX_NEW, steps=1, lr=1e-3,
+                            env="webshop")
 
 
 def test_both_runners_update_the_same_model_on_a_comparable_batch(result, tiny_model_dir):
@@ -68,4 +69,4 @@ def test_missing_trl_names_the_extra(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_trl)
     with pytest.raises(SeedGymError, match=r'pip install "seed-gym\[bench\]"'):
-        bench.compare_with_trl("unused-model-folder", prompts=1, group=2, max_new_tokens=1, steps=1)
+        bench.compare_with_trl("unused-model-folder", prompts=1, group=2, max_new_tokens=1, steps=1, env="webshop")

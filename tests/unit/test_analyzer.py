@@ -15,9 +15,10 @@ from seed_gym.agents.backends.base import Generation
 from seed_gym.backends import make_pool
 from seed_gym.records import EpisodeRecord, StepRecord
 from seed_gym.rollout import plan_episodes, run_rollouts
+from seed_gym.envs.alfworld.rule import parse_alfworld_goal
+from seed_gym.envs.webshop.rule import parse_item_page, parse_shop_goal
 from seed_gym.training.analyzer import (Analyzer, ModelAnalyzer, RuleAnalyzer, Skill, analyzer_prompt,
-                                        ground_truth_from_env, make_analyzer, parse_alfworld_goal,
-                                        parse_item_page, parse_shop_goal, parse_skill, repair_prompt)
+                                        ground_truth_from_env, make_analyzer, parse_skill, repair_prompt)
 from seed_gym.training.trajectory import MIN_BODY_CHARS, serialize_trajectory
 
 VALID = '{"episode_summary": "The agent heated the egg.", "episode_skill": "Take the egg, heat it, place it."}'

@@ -11,9 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the losses need torch (the [train] extra)")
 
+from seed_gym.training.algorithms import ALGORITHMS
 from seed_gym.training.losses import (
-    INVALID_ACTION_PENALTY,
-    PRESETS,
     LossConfig,
     episode_reward,
     group_advantages,
@@ -51,11 +50,17 @@ def sigmoid(x):
 # Rewards and the invalid-action penalty (§3)
 # ---------------------------------------------------------------------------------------------
 
-def test_episode_reward_per_env():
-    assert episode_reward("alfworld", True) == 10.0 and episode_reward("alfworld", False) == 0.0
-    assert episode_reward("webshop", True) == 10.0 and episode_reward("webshop", False) == 0.0
-    assert episode_reward("searchqa", True) == 1.0  # exact match
-    assert INVALID_ACTION_PENALTY == {"alfworld": 0.1, "webshop": 0.1, "searchqa": 0.01}
+def test_episode_reward_is_the_profile_scale_times_won():
+    assert episode_reward(10.0, True) == 10.0 and episode_reward(10.0, False) == 0.0
+    assert episode_reward(1.0, True) == 1.0  # Search: exact match
+
+
+@pytest.mark.parametrize("env_id, scale, penalty", [
+    ("alfworld", 10.0, 0.1), ("webshop", 10.0, 0.1), ("webshop-browser", 10.0, 0.1), ("searchqa", 1.0, 0.01)])
+def test_built_in_profiles_carry_the_papers_reward_rule(env_id, scale, penalty):
+    from seed_gym.registry import profile
+
+    assert (profile(env_id).reward_scale, profile(env_id).invalid_penalty) == (scale, penalty)
 
 
 def test_penalty_hits_only_the_invalid_step():
@@ -329,7 +334,7 @@ def test_presets_follow_the_brief():
     assert LossConfig.for_algo("grpo-opsd") == LossConfig.for_algo("grpo+opsd")  # alias
     skill_sd = LossConfig.for_algo("skill-sd")
     assert (skill_sd.opd_coef, skill_sd.skill_sd_coef) == (0.0, 0.001)
-    assert set(PRESETS) == {"grpo", "opsd", "grpo+opsd", "sdar", "seed", "skill-sd"}
+    assert set(ALGORITHMS) == {"grpo", "opsd", "grpo-opsd", "sdar", "seed", "skill-sd"}
 
 
 def test_configs_keep_what_defines_the_algorithm():

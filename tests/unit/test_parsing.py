@@ -2,7 +2,8 @@
 
 import pytest
 
-from seed_gym.agents.parsing import normalize_action, parse_react, parse_search_r1, project, response_for
+from seed_gym.agents.parsing import normalize_action, parse_react, project, response_for
+from seed_gym.envs.searchqa.parsing import parse_search_r1
 
 ADMISSIBLE = ["go to countertop 1", "take apple 1 from countertop 1", "look", "inventory"]
 

@@ -3,20 +3,33 @@
 
 import pytest
 
-from seed_gym.agents.prompts import (
-    ENV_TEMPLATES, TEMPLATE_DIR, EpisodeView, PromptBuilder, TemplateError, load_template, template_for_env)
+from seed_gym import registry
+from seed_gym.agents.prompts import EpisodeView, PromptBuilder, TemplateError, load_template, template_for_env
+from seed_gym.envs.alfworld import PROFILE as ALFWORLD
+
+#: seed-gym's earlier ALFWorld wording, kept for comparison next to verl-agent's layout.
+ALFWORLD_TEMPLATE = ALFWORLD.prompt_template.parent / "alfworld.toml"
 
 
-@pytest.mark.parametrize("env_id", sorted(ENV_TEMPLATES))
-def test_every_builtin_template_loads_and_names_a_known_parser(env_id):
+@pytest.mark.parametrize("env_id", [s.env_id for s in registry.list_envs() if s.profile.prompt_template])
+def test_every_declared_template_loads_and_names_a_known_parser(env_id):
     template = template_for_env(env_id)
     assert template.parser in {"react", "search-r1"}
     assert template.stop and (template.history_length > 0 or template.history_length == -1)
     assert len(template.sha) == 16
 
 
-def test_unknown_envs_fall_back_to_the_generic_react_template():
+def test_an_env_whose_profile_declares_no_template_gets_the_generic_react_one(monkeypatch):
+    monkeypatch.setattr(registry, "_SPECS", dict(registry._SPECS))
+    registry.register("my-plugin-env", "my_plugin.env:MyEnv")
     assert template_for_env("my-plugin-env").id == "generic-react-v1"
+
+
+def test_an_agent_not_yet_bound_to_an_env_uses_the_generic_template():
+    from seed_gym.agents.model import ModelAgent
+
+    assert template_for_env(None).id == "generic-react-v1"
+    assert ModelAgent().template.id == "generic-react-v1"
 
 
 def test_alfworld_step_zero_has_no_history_and_lists_admissible_actions():
@@ -41,7 +54,7 @@ def test_the_history_window_keeps_only_the_last_k_steps_with_their_results():
 
 
 def test_history_zero_shows_no_past_steps():
-    builder = PromptBuilder(load_template(TEMPLATE_DIR / "alfworld.toml"), history_length=0)
+    builder = PromptBuilder(load_template(ALFWORLD_TEMPLATE), history_length=0)
     text = builder.text(EpisodeView("task", "o", [("o", "a", "r")]), "o2", ["look"])
     assert "Observation 1" not in text and "most recent 0 observations" in text
 
@@ -98,7 +111,7 @@ def test_observations_with_braces_are_inserted_verbatim():
 @pytest.mark.parametrize("taken", range(0, 11))
 def test_the_window_shows_min_k_and_steps_taken_past_steps_the_most_recent_ones(k, taken):
     steps = [(f"obs {i}", f"act {i}", f"resp {i}") for i in range(1, taken + 1)]
-    builder = PromptBuilder(load_template(TEMPLATE_DIR / "alfworld.toml"), history_length=k)
+    builder = PromptBuilder(load_template(ALFWORLD_TEMPLATE), history_length=k)
     shown = builder._window(EpisodeView("task", "obs 1", steps), f"obs {taken + 1}")
     expected = list(range(max(1, taken - k + 1), taken + 1)) if k else []
     assert [item["step"] for item in shown] == expected
@@ -110,7 +123,7 @@ def test_the_window_shows_min_k_and_steps_taken_past_steps_the_most_recent_ones(
 
 def test_history_minus_one_shows_every_past_step():
     steps = [(f"obs {i}", f"act {i}", f"resp {i}") for i in range(1, 13)]
-    builder = PromptBuilder(load_template(TEMPLATE_DIR / "alfworld.toml"), history_length=-1)
+    builder = PromptBuilder(load_template(ALFWORLD_TEMPLATE), history_length=-1)
     assert [item["step"] for item in builder._window(EpisodeView("t", "obs 1", steps), "obs 13")] == list(range(1, 13))
     with pytest.raises(TemplateError):
-        PromptBuilder(load_template(TEMPLATE_DIR / "alfworld.toml"), history_length=-2)
+        PromptBuilder(load_template(ALFWORLD_TEMPLATE), history_length=-2)

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from seed_gym.agents.backends.base import cut_at_stop, prompt_ids, render_prompt
-from seed_gym.agents.parsing import parse_search_r1
+from seed_gym.envs.searchqa.parsing import parse_search_r1
 from seed_gym.agents.prompts import EpisodeView, PromptBuilder, template_for_env
 from seed_gym.envs.searchqa.protocol import INVALID_TURN_MESSAGE, make_prompt
 

@@ -155,7 +155,7 @@ def test_keyword_match_then_general_only():
     text = webshop.skills_for({"family": "toys", "instruction": "a kite"})
     assert "Skills for" not in text and text.startswith("General skills:")
     assert webshop.all_skills().count("Skills for") == len(webshop.families)
-    with pytest.raises(ValueError, match="no built-in skill bank"):
+    with pytest.raises(ValueError, match="declares no skill bank"):
         SkillBank.for_env("toy-counter")
 
 

@@ -1,10 +1,10 @@
-"""Helpers shared by the env rules (:mod:`.alfworld`, :mod:`.webshop`, :mod:`.searchqa`, and
-:func:`~seed_gym.training.rules.generic_rule`).
+"""The public toolkit of rule analyzers: what an env's rule (declared as ``rule`` in its profile,
+e.g. ``envs/<env>/rule.py``) and :func:`~seed_gym.training.rules.generic_rule` share.
 
-Rules: only what two or more rules use lives here; each is a pure function of the record (or of
-plain strings) and returns text for a skill: the observation an action produced (:func:`_result`),
-an English list (:func:`_join`), how an episode ended (:func:`_ending`) and the warning signs every
-failed episode can show (:func:`_common_warnings`: invalid actions, loops, a spent step budget).
+Rules: each helper is a pure function of the record (or of plain strings) and returns text for a
+skill: the observation an action produced (:func:`step_result`), an English list
+(:func:`english_list`), how an episode ended (:func:`episode_ending`) and the warning signs every
+failed episode can show (:func:`common_warnings`: invalid actions, loops, a spent step budget).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from seed_gym.records import EpisodeRecord
 
 
-def _result(record: EpisodeRecord, index: int) -> str:
+def step_result(record: EpisodeRecord, index: int) -> str:
     """The observation that step ``index``'s action produced."""
     steps = record.steps
     return steps[index + 1].observation if index + 1 < len(steps) else record.final_observation
 
 
-def _join(items: Sequence[str], limit: int = 8) -> str:
+def english_list(items: Sequence[str], limit: int = 8) -> str:
     """``a, b and c`` (at most ``limit`` items, then ``and N more``)."""
     items = list(items)
     if len(items) > limit:
@@ -31,7 +31,7 @@ def _join(items: Sequence[str], limit: int = 8) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _ending(record: EpisodeRecord) -> str:
+def episode_ending(record: EpisodeRecord) -> str:
     steps = f"{record.num_steps} step{'s' if record.num_steps != 1 else ''}"
     if record.won:
         return f"succeeded in {steps}"
@@ -49,13 +49,13 @@ def _repeats(actions: Sequence[str], minimum: int = 3) -> list[str]:
     return [f"'{a}' x{n}" for a, n in shown]
 
 
-def _common_warnings(record: EpisodeRecord) -> list[str]:
+def common_warnings(record: EpisodeRecord) -> list[str]:
     signs = []
     if record.num_invalid:
         signs.append(f"{record.num_invalid} of {record.num_steps} actions were invalid")
     loops = _repeats([s.action for s in record.steps if s.action])
     if loops:
-        signs.append(f"repeated actions ({_join(loops, 3)})")
+        signs.append(f"repeated actions ({english_list(loops, 3)})")
     if record.status == "truncated":
         signs.append("the step budget ran out")
     return signs

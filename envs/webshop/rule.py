@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seed_gym.records import EpisodeRecord
-from seed_gym.training.rules.common import _common_warnings, _ending, _join, _result
+from seed_gym.training.rules.common import common_warnings, english_list, episode_ending, step_result
 
 _PRICE_CAP = re.compile(r",?\s*and price lower than ([\d.]+) dollars\s*$", re.I)
 _OPTION_TAIL = re.compile(r"^[a-z][a-z ]*: [^:]+?(?:, and [a-z][a-z ]*: [^:]+?)*$")
@@ -131,7 +131,7 @@ def _shop_walk(record: EpisodeRecord) -> tuple[list[str], list[tuple[int, str, s
         # A result link: the page shows the ASIN in capitals (option values are shown as written).
         if re.fullmatch(r"[a-z0-9]{10}", target) and target.upper() in segments:
             at = segments.index(target.upper())
-            after = parse_item_page(_result(record, index))
+            after = parse_item_page(step_result(record, index))
             title = after.title if after else (segments[at + 1] if at + 1 < len(segments) else "")
             opened.append((step.t, target, title))
             asin, selected = target, {}
@@ -152,14 +152,14 @@ def webshop_rule(record: EpisodeRecord, truth: Mapping[str, Any] | None = None) 
     instruction = str(record.task.get("instruction", "")).strip()
     goal = parse_shop_goal(instruction, truth)
     searches, opened, purchase = _shop_walk(record)
-    wanted = _join([f"{k}: {v}" for k, v in goal.options.items()]) or "no options"
+    wanted = english_list([f"{k}: {v}" for k, v in goal.options.items()]) or "no options"
     cap = f"${goal.price_cap:.2f}" if goal.price_cap else "no cap"
     label = record.task.get("family") or "webshop"
     if purchase and record.won:
         price = _price_text(purchase.page)
-        chosen = _join([f"{k}: {v}" for k, v in purchase.selected.items()]) or "no options"
+        chosen = english_list([f"{k}: {v}" for k, v in purchase.selected.items()]) or "no options"
         query = searches[-1] if searches else goal.product
-        summary = (f"WebShop ({label}) task '{instruction}' {_ending(record)}. The agent searched '{query}', opened "
+        summary = (f"WebShop ({label}) task '{instruction}' {episode_ending(record)}. The agent searched '{query}', opened "
                    f"'{purchase.page.title}' ({purchase.asin.upper()}, {price}), selected {chosen} and bought it "
                    f"(score {record.score:.2f}).")
         skill = (f"Workflow for buying {goal.product}: search a short query naming the product ('{query}') -> open "
@@ -169,12 +169,12 @@ def webshop_rule(record: EpisodeRecord, truth: Mapping[str, Any] | None = None) 
                  f"before buying.")
         return summary, skill
     mistakes = _shop_mistakes(record, goal, searches, opened, purchase)
-    signs = _common_warnings(record)
+    signs = common_warnings(record)
     target = (f" The target product was '{goal.name}' ({goal.asin})" +
-              (f" with {_join(goal.attributes)}" if goal.attributes else "") + "." if goal.name else "")
-    summary = (f"WebShop ({label}) task '{instruction}' {_ending(record)}. {mistakes[0][0].upper()}{mistakes[0][1:]}."
+              (f" with {english_list(goal.attributes)}" if goal.attributes else "") + "." if goal.name else "")
+    summary = (f"WebShop ({label}) task '{instruction}' {episode_ending(record)}. {mistakes[0][0].upper()}{mistakes[0][1:]}."
                + target)
-    skill = (f"Avoid: {'; '.join(mistakes)}. " + (f"Warning signs: {_join(signs)}. " if signs else "")
+    skill = (f"Avoid: {'; '.join(mistakes)}. " + (f"Warning signs: {english_list(signs)}. " if signs else "")
              + f"Correct workflow: search a short query for '{goal.product}' -> open a result whose title is that "
              f"product and whose price is under {cap} -> click each requested option ({wanted}) -> check "
              f"Description/Features for the required attributes if unsure -> click Buy Now before the step "
@@ -192,7 +192,7 @@ def _price_text(page: ShopPage) -> str:
 def _shop_mistakes(record: EpisodeRecord, goal: ShopGoal, searches: Sequence[str],
                    opened: Sequence[tuple[int, str, str]], purchase: _Purchase | None) -> list[str]:
     if purchase is None:
-        seen = _join([f"'{title}'" for _, _, title in opened], 4)
+        seen = english_list([f"'{title}'" for _, _, title in opened], 4)
         return [f"the agent never clicked Buy Now: it made {len(searches)} search(es) and opened "
                 f"{len(opened)} item(s)" + (f" ({seen})" if seen else "") + " without completing a purchase"]
     mistakes = []

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seed_gym.records import EpisodeRecord
-from seed_gym.training.rules.common import _common_warnings, _ending, _join, _result
+from seed_gym.training.rules.common import common_warnings, english_list, episode_ending, step_result
 from seed_gym.training.trajectory import step_response
 
 
@@ -25,7 +25,7 @@ def _turns(record: EpisodeRecord) -> list[tuple[int, str, str, str]]:
     turns = []
     for index, step in enumerate(record.steps):
         turn = parse_turn(step_response(step))
-        turns.append((step.t, turn.kind, turn.content, _result(record, index)))
+        turns.append((step.t, turn.kind, turn.content, step_result(record, index)))
     return turns
 
 
@@ -73,12 +73,12 @@ def searchqa_rule(record: EpisodeRecord, truth: Mapping[str, Any] | None = None)
     hops = list(((truth or {}).get("metadata") or {}).get("hops") or [])
     if record.won and not golds and prediction:
         golds = [prediction]  # won = exact match, so the prediction is a gold answer
-    chain = _join([f"'{h.get('query', '')}' -> {h.get('answer', '')}" for h in hops]) if hops else ""
-    queries = _join([f"'{q}'" for q, _ in searches]) or "nothing"
+    chain = english_list([f"'{h.get('query', '')}' -> {h.get('answer', '')}" for h in hops]) if hops else ""
+    queries = english_list([f"'{q}'" for q, _ in searches]) or "nothing"
     if record.won:
         source = _evidence_title(searches, prediction or "")
         evidence = f"the passage '{source}' states it" if source else "it was not stated in any retrieved passage"
-        summary = (f"Search-QA ({label}) question '{question}' {_ending(record)}: the agent searched {queries} and "
+        summary = (f"Search-QA ({label}) question '{question}' {episode_ending(record)}: the agent searched {queries} and "
                    f"answered '{prediction}' (exact match); {evidence}.")
         plan = f"hop by hop ({chain})" if chain else f"one fact per query ({queries})"
         stated = f"the passage '{source}' states it" if source else "the evidence states it"
@@ -88,15 +88,15 @@ def searchqa_rule(record: EpisodeRecord, truth: Mapping[str, Any] | None = None)
                  f"inside <answer> </answer>.")
         return summary, skill
     mistake = _qa_mistake(turns, searches, prediction, golds)
-    signs = _common_warnings(record)
+    signs = common_warnings(record)
     gold_text = (f"The gold answer is '{golds[0]}'" + (f", reached by the hops {chain}" if chain else "") + "."
                  if golds else "The gold answer is not in the record, so this skill cannot name the right answer.")
-    summary = (f"Search-QA ({label}) question '{question}' {_ending(record)}. "
+    summary = (f"Search-QA ({label}) question '{question}' {episode_ending(record)}. "
                f"{mistake[0].upper()}{mistake[1:]}. {gold_text}")
     workflow = (f"search each hop in turn ({chain})" if chain else
                 "decompose the question into single-fact hops and search one hop per query, e.g. the named "
                 "entity plus the relation asked about")
-    skill = (f"Avoid: {mistake}. " + (f"Warning signs: {_join(signs)}. " if signs else "") + f"{gold_text} "
+    skill = (f"Avoid: {mistake}. " + (f"Warning signs: {english_list(signs)}. " if signs else "") + f"{gold_text} "
              f"Correct workflow: {workflow}; read the bridge entity from the <information> passages; answer only "
              f"with an entity the passages state, inside <answer> </answer>, before the turn limit.")
     return summary, skill

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seed_gym.records import EpisodeRecord
-from seed_gym.training.rules.common import _common_warnings, _ending, _join, _result
+from seed_gym.training.rules.common import common_warnings, english_list, episode_ending, step_result
 
 #: The env's ``family`` values (ALFWorld's task types) -> the rule's short name for each.
 ALFWORLD_FAMILIES: dict[str, str] = {
@@ -106,7 +106,7 @@ def _alf_events(record: EpisodeRecord) -> list[_AlfEvent]:
     """Valid actions the engine carried out, in order, with what the agent held at the time."""
     events, holding = [], ""
     for index, step in enumerate(record.steps):
-        if step.invalid_action or _result(record, index).strip().startswith("Nothing happens"):
+        if step.invalid_action or step_result(record, index).strip().startswith("Nothing happens"):
             continue
         action = " ".join(step.action.lower().split())
         for kind, pattern in _ALF_ACTIONS:
@@ -137,7 +137,7 @@ def _sightings(record: EpisodeRecord, kind: str) -> list[tuple[int, str, str]]:
     seen, place = [], ""
     for index, step in enumerate(record.steps):
         action = " ".join(step.action.lower().split())
-        result = _result(record, index)
+        result = step_result(record, index)
         if not step.invalid_action:
             moved = re.match(r"^(?:go to|open) (.+)$", action)
             if moved and not result.startswith("Nothing happens"):
@@ -218,17 +218,17 @@ def alfworld_rule(record: EpisodeRecord, truth: Mapping[str, Any] | None = None)
         chain = _alf_chain(events, key)
         source = takes[0].b if takes else "its receptacle"
         searched = [v for v in visited[: visited.index(source)]] if source in visited else []
-        summary = (f"ALFWorld task '{instruction}' ({label}) {_ending(record)}. The agent found the {goal.obj} at "
-                   f"{source}" + (f" after checking {_join(searched)}" if searched else "") +
+        summary = (f"ALFWorld task '{instruction}' ({label}) {episode_ending(record)}. The agent found the {goal.obj} at "
+                   f"{source}" + (f" after checking {english_list(searched)}" if searched else "") +
                    f", then did: {' -> '.join(chain)}.")
         skill = (f"Workflow for '{instruction}': {' -> '.join(chain)}. Core rule: {_alf_core_rule(goal)} "
-                 f"The {goal.obj} was at {source}" + (f" (checked {_join(searched)} before it)." if searched else "."))
+                 f"The {goal.obj} was at {source}" + (f" (checked {english_list(searched)} before it)." if searched else "."))
         return summary, skill
     mistake = _alf_mistake(record, goal, events, takes, ops, puts, uses, visited)
-    signs = _common_warnings(record)
-    summary = (f"ALFWorld task '{instruction}' ({label}) {_ending(record)}. {mistake[0].upper()}{mistake[1:]}.")
+    signs = common_warnings(record)
+    summary = (f"ALFWorld task '{instruction}' ({label}) {episode_ending(record)}. {mistake[0].upper()}{mistake[1:]}.")
     skill = (f"Avoid this mistake on '{instruction}': {mistake}. "
-             + (f"Warning signs: {_join(signs)}. " if signs else "")
+             + (f"Warning signs: {english_list(signs)}. " if signs else "")
              + f"Correct workflow: {alfworld_workflow(goal)}.")
     return summary, skill
 
@@ -258,10 +258,10 @@ def _alf_mistake(record: EpisodeRecord, goal: AlfGoal, events: Sequence[_AlfEven
             mistake = f"{instance} was visible{where} (seen after step {t}) but the agent never took it"
         else:
             unvisited = [r for r in _room(record) if r not in visited]
-            mistake = (f"the agent never found {_a(obj)}: it checked {_join(visited) or 'no receptacle'}"
-                       + (f" but never {_join(unvisited, 6)}" if unvisited else ""))
+            mistake = (f"the agent never found {_a(obj)}: it checked {english_list(visited) or 'no receptacle'}"
+                       + (f" but never {english_list(unvisited, 6)}" if unvisited else ""))
         if others:
-            mistake += f"; it took {_join(list(dict.fromkeys(others)), 3)} instead, which the task does not ask for"
+            mistake += f"; it took {english_list(list(dict.fromkeys(others)), 3)} instead, which the task does not ask for"
         return mistake
     instance = takes[0].a
     if goal.kind in _APPLIANCE:
