@@ -19,7 +19,7 @@ from typing import Any
 from seed_gym.agent import make_agent
 from seed_gym.agents.backends import Backend, SamplingParams
 from seed_gym.agents.model import ModelAgent
-from seed_gym.backends import make_pool
+from seed_gym.pools import make_pool
 from seed_gym.registry import make
 from seed_gym.rollout import plan_episodes, run_rollouts
 

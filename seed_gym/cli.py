@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from seed_gym import progress as progress_hooks
-from seed_gym.backends import DEFAULT_CALL_TIMEOUT
+from seed_gym.pools import DEFAULT_CALL_TIMEOUT
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
                   help="seed-gym: text envs, one rollout harness, scoring and reports for agentic RL.")
@@ -154,7 +154,7 @@ def eval_command(
     n: Optional[int] = typer.Option(None, "-n", help="Evaluate the first N tasks of the split (default: all)."),
     group: int = typer.Option(1, help="Episodes per task (group size G), all from an identical start."),
     workers: int = typer.Option(max(1, os.cpu_count() or 1), help="Env worker processes."),
-    envs_per_worker: int = typer.Option(4, help="Envs each worker owns (live episodes = workers x this)."),
+    live_episodes: Optional[int] = typer.Option(None, help="Episodes in play at once, spread over the workers (default: 4 per worker)."),
     backend: str = typer.Option("process", help="Env backend: process or inline."),
     call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Seconds an env reset or step may take before its worker is killed and the episode retried (process backend)."),
     recycle_after: Optional[int] = typer.Option(None, help="Replace each env worker after this many episodes (a safety valve for engines that leak; process backend)."),
@@ -176,7 +176,7 @@ def eval_command(
         for spec in specs:
             config = EvalConfig(env=env, split=split, agent=str(spec), out=base / spec.slug, n=n,
                                 group=group, seed=seed, max_steps=max_steps, backend=backend,
-                                workers=workers, envs_per_worker=envs_per_worker, env_kwargs=env_kwargs,
+                                workers=workers, live_episodes=live_episodes, env_kwargs=env_kwargs,
                                 call_timeout=call_timeout, recycle_after=recycle_after)
             task = bar.add_task(f"{spec} on {env}/{split}", total=None)
             summaries.append(evaluate(config, overwrite=overwrite,

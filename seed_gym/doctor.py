@@ -38,10 +38,11 @@ def _engine() -> Check:
 
 
 def _data() -> list[Check]:
-    from seed_gym.envs.alfworld.data import SPLIT_DIRS, collect_split, default_cache, tree_root
+    from seed_gym.cache import env_cache
+    from seed_gym.envs.alfworld.data import SPLIT_DIRS, collect_split, tree_root
 
     checks = []
-    generated = default_cache() / "alfworld"
+    generated = env_cache("alfworld")
     for folder in sorted(generated.glob("generated-seed*")):
         counts = ", ".join(f"{k} {len(collect_split(folder / 'json_2.1.1', v))}" for k, v in SPLIT_DIRS.items())
         checks.append(Check(f"generated games {folder.name}", "ok", f"{counts} ({folder})"))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from seed_gym.agent import AgentSpec, agent_class, make_agent
-from seed_gym.backends import DEFAULT_CALL_TIMEOUT, make_pool
+from seed_gym.pools import DEFAULT_CALL_TIMEOUT, make_pool
 from seed_gym.records import RunDir, provenance
 from seed_gym.registry import make, profile
 from seed_gym.rollout import plan_episodes, run_rollouts
@@ -36,7 +36,7 @@ class EvalConfig:
     max_steps: int | None = None
     backend: str = "process"
     workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
-    envs_per_worker: int = 4
+    live_episodes: int | None = None  # episodes in play at once (None: 4 per worker)
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     call_timeout: float = DEFAULT_CALL_TIMEOUT  # seconds per env call before its worker is replaced
     recycle_after: int | None = None            # replace a worker after this many episodes
@@ -105,7 +105,7 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
     if todo:
         agent = make_agent(config.agent, seed=config.seed)
         agent.bind_env(config.env)
-        num_slots = min(len(todo), max(1, config.workers) * max(1, config.envs_per_worker))
+        num_slots = min(len(todo), config.live_episodes or 4 * max(1, config.workers))
 
         def persist(records: list[Any]) -> None:
             nonlocal done

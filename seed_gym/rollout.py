@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seed_gym.agent import Agent, as_agent_action
-from seed_gym.backends import Call, CallError, EnvPool
+from seed_gym.pools import Call, CallError, EnvPool
 from seed_gym.records import EpisodeRecord, StepRecord, episode_id
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from seed_gym.backends import DEFAULT_CALL_TIMEOUT
+from seed_gym.pools import DEFAULT_CALL_TIMEOUT
 from seed_gym.core import SeedGymError
 from seed_gym.registry import profile
 from seed_gym.training import algorithms

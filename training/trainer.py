@@ -29,7 +29,7 @@ import torch
 
 from seed_gym.agent import AgentSpec
 from seed_gym.agents.model import ModelAgent
-from seed_gym.backends import make_pool
+from seed_gym.pools import make_pool
 from seed_gym.evaluate import EvalConfig, evaluate
 from seed_gym.records import EpisodeRecord, RunDir
 from seed_gym.registry import make
@@ -105,7 +105,7 @@ def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpo
         summary = evaluate(EvalConfig(env=config.env, split=split, agent=agent, out=run.eval_dir(update, split),
                                       n=config.eval_n, seed=config.seed, max_steps=config.eval_max_steps,
                                       backend=config.env_backend, workers=config.workers,
-                                      envs_per_worker=-(-config.eval_batch // config.workers),
+                                      live_episodes=config.eval_batch,
                                       env_kwargs=config.env_args, **pool_options(config)))
         row = {"update": update, "split": split, "episodes": summary["episodes"],
                "success_rate": summary["success_rate"], "mean_score": summary["mean_score"],

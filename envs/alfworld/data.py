@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 
+from seed_gym.cache import env_cache
 from seed_gym.core import MissingDataError, UnknownTaskError
 from seed_gym.progress import reporter_for
 from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json, hashed_order
@@ -34,10 +35,6 @@ SPLIT_ALIASES = {"valid_seen": "seen", "valid_unseen": "unseen", "eval_in_distri
 TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
               "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
 GAME_FILE, TRAJ_FILE = "game.tw-pddl", "traj_data.json"
-
-
-def default_cache() -> Path:
-    return Path(os.environ.get("SEED_GYM_HOME", Path.home() / ".cache" / "seed-gym"))
 
 
 def tree_root(path: str | os.PathLike[str]) -> Path:
@@ -193,7 +190,7 @@ class GeneratedGames(GameSource):
             base = Path(root).expanduser()
         else:  # non-default sizes get their own folder, so they never replace the default games
             custom = "" if self.sizes == gen.DEFAULT_SIZES else "-" + fingerprint_json(self.sizes)[7:15]
-            base = default_cache() / "alfworld" / f"generated-seed{self.seed}{custom}"
+            base = env_cache("alfworld") / f"generated-seed{self.seed}{custom}"
         self.base = base
         self.root = base / "json_2.1.1"
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from seed_gym.agent import make_agent
-from seed_gym.backends import ProcessPool
+from seed_gym.pools import ProcessPool
 from seed_gym.registry import make
 from seed_gym.rollout import EpisodeSpec, run_rollouts, task_seed
 

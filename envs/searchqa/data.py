@@ -32,6 +32,7 @@ from pathlib import Path
 from threading import Lock
 from typing import Any
 
+from seed_gym.cache import env_cache
 from seed_gym.core import MissingDataError
 from seed_gym.progress import reporter_for
 from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json, hashed_order
@@ -40,10 +41,6 @@ DEFAULT_ENTITIES = 10_000
 TEST_SPLIT_NAMES = ("test", "dev", "validation", "valid")
 SEEN_SOURCE_NAMES = ("nq", "hotpotqa", "syn_nq", "syn_hotpotqa")
 _QUESTION_IN_PROMPT = re.compile(r"Question:\s*(.*?)\s*$", re.S)
-
-
-def default_cache() -> Path:
-    return Path(os.environ.get("SEED_GYM_HOME", Path.home() / ".cache" / "seed-gym"))
 
 
 # -- reading and writing files ------------------------------------------------------------------
@@ -230,11 +227,11 @@ def generator_fingerprint() -> str:
     return fingerprint((here / name).read_bytes() for name in ("names.py", "world.py", "questions.py"))[7:15]
 
 
-def generated_root(seed: int, entities: int, cache: Path | None = None) -> Path:
+def generated_root(seed: int, entities: int) -> Path:
     from seed_gym.envs.searchqa.world import WORLD_VERSION
 
     key = f"{WORLD_VERSION}-{generator_fingerprint()}-seed{seed}-e{entities}"
-    return (cache or default_cache()) / "searchqa" / key
+    return env_cache("searchqa") / key
 
 
 def write_generated(out: Path, seed: int = 0, entities: int = DEFAULT_ENTITIES,

@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from seed_gym.cache import env_cache
 from seed_gym.core import UnknownTaskError
 from seed_gym.envs.webshop import catalog, goals as goal_lib, taxonomy
 from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json
@@ -28,10 +29,6 @@ from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json
 SEARCH_K = 50
 _LOCK = threading.Lock()
 _SHOPS: dict[tuple, "Shop"] = {}
-
-
-def default_cache() -> Path:
-    return Path(os.environ.get("SEED_GYM_HOME", Path.home() / ".cache" / "seed-gym")) / "webshop"
 
 
 _CANONICAL_ID = re.compile(r"fixed_(0|[1-9][0-9]*)", re.ASCII)
@@ -93,7 +90,7 @@ class Shop:
 def _load_or_build_index(shop: Shop) -> Any:
     from seed_gym.retrieval import build_retriever, load_retriever
 
-    path = default_cache() / "index" / f"{shop.backend}-{shop.catalog_fingerprint.removeprefix('sha256:')}"
+    path = env_cache("webshop") / "index" / f"{shop.backend}-{shop.catalog_fingerprint.removeprefix('sha256:')}"
     if (path / "retriever.json").is_file():
         try:
             return load_retriever(path)
@@ -111,7 +108,7 @@ def _load_or_build_index(shop: Shop) -> Any:
 
 
 def synthetic_root(seed: int, num_products: int) -> Path:
-    return default_cache() / f"synshop-{seed}-{num_products}"
+    return env_cache("webshop") / f"synshop-{seed}-{num_products}"
 
 
 def _ensure_synthetic(seed: int, num_products: int) -> Path:

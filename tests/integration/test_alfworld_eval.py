@@ -70,7 +70,7 @@ def test_a_different_run_in_the_same_folder_is_refused(compared):
 
 def test_a_killed_eval_resumes_with_every_episode_exactly_once(tmp_path):
     args = ["eval", "--agent", "random", "--split", "unseen", "--env-arg", f"sizes={SIZES}", "--group", "2",
-            "--workers", "1", "--envs-per-worker", "1", "--out", str(tmp_path)]
+            "--workers", "1", "--live-episodes", "1", "--out", str(tmp_path)]
     episodes = tmp_path / "random" / "episodes.jsonl"
     process = subprocess.Popen([sys.executable, "-m", "seed_gym.cli", *args], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)

@@ -15,17 +15,17 @@ pytestmark = pytest.mark.integration
 
 
 def play(tiny_model_dir: Path, out: Path, *, split: str = "test", backend: str, workers: int,
-         envs_per_worker: int) -> dict[str, list[str]]:
+         live_episodes: int) -> dict[str, list[str]]:
     agent = f"hf:{tiny_model_dir}@temperature=1.0,max_new_tokens=16,dtype=float32,projection=none"
     summary = evaluate(EvalConfig(env="webshop", split=split, agent=agent, out=out, n=3, group=2, seed=5,
-                                  max_steps=3, backend=backend, workers=workers, envs_per_worker=envs_per_worker))
+                                  max_steps=3, backend=backend, workers=workers, live_episodes=live_episodes))
     records = [json.loads(line) for line in (Path(summary["run_dir"]) / "episodes.jsonl").read_text().splitlines()]
     return {r["episode_id"]: [s["response"] for s in r["steps"]] for r in records}
 
 
 def test_batch_size_and_worker_count_do_not_change_what_an_episode_samples(tiny_model_dir, tmp_path):
-    one_batch = play(tiny_model_dir, tmp_path / "a", backend="inline", workers=1, envs_per_worker=6)
-    pairs = play(tiny_model_dir, tmp_path / "b", backend="process", workers=2, envs_per_worker=1)
+    one_batch = play(tiny_model_dir, tmp_path / "a", backend="inline", workers=1, live_episodes=6)
+    pairs = play(tiny_model_dir, tmp_path / "b", backend="process", workers=2, live_episodes=2)
     assert len(one_batch) == 6 and one_batch == pairs
     responses = [r for episode in one_batch.values() for r in episode]
     assert len(set(responses)) > len(responses) // 2  # really sampled: the rows differ

@@ -43,9 +43,10 @@ def test_bm25s_and_pyserini_agree_on_top10(shop):
 
 
 def test_index_is_cached_on_disk_and_reused(shop, tmp_path):
-    from seed_gym.envs.webshop.shop import build_shop, default_cache
+    from seed_gym.cache import env_cache
+    from seed_gym.envs.webshop.shop import build_shop
 
-    cached = list((default_cache() / "index").glob("bm25s-*"))
+    cached = list((env_cache("webshop") / "index").glob("bm25s-*"))
     assert cached, "the index was not written under $SEED_GYM_HOME"
     again = build_shop(shop.root, seed=9)
     assert again.catalog_fingerprint == shop.catalog_fingerprint

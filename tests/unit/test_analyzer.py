@@ -12,7 +12,7 @@ import pytest
 import seed_gym
 from seed_gym.agent import make_agent
 from seed_gym.agents.backends.base import Generation
-from seed_gym.backends import make_pool
+from seed_gym.pools import make_pool
 from seed_gym.records import EpisodeRecord, StepRecord
 from seed_gym.rollout import plan_episodes, run_rollouts
 from seed_gym.envs.alfworld.rule import parse_alfworld_goal

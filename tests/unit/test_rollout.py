@@ -4,7 +4,7 @@ import pytest
 from toy_envs import TASKS
 
 from seed_gym.agent import Agent, AgentAction, make_agent
-from seed_gym.backends import make_pool
+from seed_gym.pools import make_pool
 from seed_gym.registry import register
 from seed_gym.rollout import plan_episodes, run_rollouts, task_seed
 
@@ -114,7 +114,7 @@ def test_records_are_handed_over_as_soon_as_episodes_finish():
 
 
 def test_a_worker_that_dies_before_its_reply_is_read_fails_its_calls_at_once():
-    from seed_gym.backends import Call, CallError
+    from seed_gym.pools import Call, CallError
 
     with make_pool("process", "toy-counter", {}, num_slots=2, workers=1, call_timeout=5) as pool:
         pool.run([Call("reset", 0, task_id="count-3", seed=0)])
@@ -168,7 +168,7 @@ def test_workers_are_recycled_after_n_episodes_without_losing_one():
 
 
 def test_a_worker_mid_episode_is_not_recycled():
-    from seed_gym.backends import Call
+    from seed_gym.pools import Call
 
     with make_pool("process", "toy-counter", {}, num_slots=2, workers=1, recycle_after=1) as pool:
         pool.run([Call("reset", 0, task_id="count-3", seed=0)])

@@ -1,4 +1,5 @@
-"""Env execution backends: where the envs of a rollout live and how a batch of calls runs.
+"""Env pools: where the envs of a rollout live and how a batch of calls runs (the ``--backend``
+option: ``inline`` or ``process``).
 
 An :class:`EnvPool` owns ``num_slots`` env instances and runs a batch of :class:`Call` s (a reset
 or a step on one slot) per tick; results come back in call order.
@@ -6,7 +7,7 @@ or a step on one slot) per tick; results come back in call order.
 * :class:`InlinePool` — the envs live in this process and run one after another.
 * :class:`ProcessPool` — persistent worker processes, each owning several envs
   (``envs_per_worker``). A tick sends every worker its share of the batch at once, so workers
-  step in parallel. Engines such as ALFWorld's burn CPU in Python; this is the default for them.
+  step in parallel. Engines that burn CPU in Python want this; it is the default.
 
 Failure handling (the rollout engine relies on it): an exception inside one env comes back as a
 :class:`CallError` for that call only. A worker that dies or exceeds ``call_timeout`` seconds is
