@@ -10,7 +10,8 @@ Rules:
 * An **env section** holds the boards of one env, ordered by split: ``seen``, ``unseen``, other
   evaluation splits (e.g. ``test``) alphabetically, ``train`` last. Its generalization table puts
   each board in a column so seen and unseen sit side by side per submission.
-* Families (ALFWorld task types, WebShop categories, QA sources) come from the records.
+* Families (an env's task types, product categories, question sources) come from the records;
+  renderers show them by the paper column names of the env's profile (``family_columns``).
 """
 
 from __future__ import annotations

@@ -52,11 +52,11 @@ def short_fp(value: Any) -> str:
 
 
 def short_family(family: str) -> str:
-    """ALFWorld task types by their paper column names (Pick, Look, ...); others unchanged."""
-    from seed_gym.leaderboards.reference import ALFWORLD_FAMILIES
+    """A family by the paper column name an env's profile declares for it (``family_columns``);
+    families without one unchanged."""
+    from seed_gym.leaderboards.reference import family_columns
 
-    names = {full: short for short, full in ALFWORLD_FAMILIES.items()}
-    return names.get(family, family)
+    return family_columns().get(family, family)
 
 
 def p_value(value: float) -> str:

@@ -10,14 +10,17 @@ from pathlib import Path
 
 import pytest
 
+import seed_gym.registry
+from seed_gym.leaderboards import formatting as fmt
 from seed_gym.leaderboards.boards import build_boards, split_sort_key
 from seed_gym.leaderboards.compare import compare_runs, mcnemar_exact, paired_bootstrap_ci
-from seed_gym.leaderboards.reference import REFERENCE_ROWS, reference_rows
+from seed_gym.leaderboards.reference import ReferenceRow, all_reference_rows, reference_rows
 from seed_gym.leaderboards.render_html import render_html
 from seed_gym.leaderboards.render_md import render_markdown
 from seed_gym.leaderboards.report import build_report, write_report
 from seed_gym.leaderboards.runs import SubmissionError, load_inputs, load_run, parse_metrics, parse_submission
 from seed_gym.leaderboards.tables import generalization_table
+from seed_gym.profile import EnvProfile
 from seed_gym.records import EpisodeRecord, RunDir, StepRecord
 from seed_gym.scoring import summarize
 
@@ -189,13 +192,37 @@ def test_folder_without_runs_is_a_clear_error(tmp_path: Path) -> None:
 
 
 # -- reference rows and rendering -------------------------------------------------------------
+#: The reported rows of a plugin env, declared by its profile (``EnvProfile.reported``).
+TOY_ROWS = (ReferenceRow("toy-env", "test", "Toy-RL", "Tiny-1B", {"success_rate": 12.5}, "toy paper", "[U]"),
+            ReferenceRow("toy-env", "test", "Toy-RL", "Tiny-1B", {"success_rate": 12.5}, "toy paper", "[U]",
+                         families={"toy_family_long": 25.0, "toy_other": None}))
+
+
 def test_reference_rows_have_sources_and_known_values() -> None:
-    assert all(row.source and row.tag for row in REFERENCE_ROWS)
+    rows = all_reference_rows()
+    assert all(row.source and row.tag for row in rows)
     seed_3b = [r for r in reference_rows("alfworld") if r.method == "SEED" and r.backbone == "Qwen2.5-3B"
                and r.split == "seen" and not r.families]
     assert [r.metrics["success_rate"] for r in seed_3b] == [91.8]
-    assert {r.env for r in REFERENCE_ROWS} == {"alfworld", "webshop", "searchqa"}
-    assert reference_rows("Search-QA") == reference_rows("searchqa")
+    # Each built-in env declares its own rows; webshop-browser shares webshop's profile, counted once.
+    assert {env: sum(r.env == env for r in rows) for env in {r.env for r in rows}} == \
+        {"alfworld": 45, "searchqa": 26, "webshop": 28}
+    assert reference_rows("Search-QA") == reference_rows("search_qa") == reference_rows("searchqa")
+    assert fmt.short_family("pick_two_obj_and_place") == "Pick2" and fmt.short_family("nq") == "nq"
+
+
+def test_plugin_env_profile_declares_its_reported_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(seed_gym.registry, "_SPECS", dict(seed_gym.registry._SPECS))
+    seed_gym.registry.register("toy-env", "x:Y", profile=EnvProfile(
+        reported=f"{__name__}:TOY_ROWS", family_columns={"Long": "toy_family_long"}))
+    assert reference_rows("toy-env") == reference_rows("Toy_Env") == list(TOY_ROWS)
+    assert all(row in all_reference_rows() for row in TOY_ROWS)
+    assert fmt.short_family("toy_family_long") == "Long"
+    report = build_report([make_run(tmp_path / "r", [("t0", "toy_family_long", True)], env="toy-env",
+                                    split="test")])
+    markdown = render_markdown(report)
+    assert "| reported | Toy-RL | Tiny-1B | 12.5 | toy paper | [U] |" in markdown
+    assert "|  | Method | Backbone | Long | toy_other | Avg |" in markdown  # undeclared column: name kept
 
 
 def test_report_keeps_reported_rows_apart_and_shows_submission_and_curves(tmp_path: Path) -> None:
