@@ -3,10 +3,11 @@
 ``hf:DIR``, ``vllm:DIR`` and ``openai:URL`` are the same :class:`ModelAgent` over different
 backends. Per tick the agent builds one prompt per live episode (template + history window),
 makes *one* batched backend call, parses each response into an env action, and returns
-:class:`~seed_gym.agent.AgentAction` objects whose ``meta`` the episode record keeps: template id
-and sha, prompt sha, token counts, latency, parse flags, finish reason — and, with
-``@logprobs=1``, the sampled token ids and their log-probs (``@tokens=1``: the ids alone, which is
-what training needs — it recomputes θ_old log-probs itself, so generation skips that pass).
+:class:`~seed_gym.agent.AgentAction` objects the episode record keeps: the fields training reads
+back (system text, continued-turn segments, finish reason — and, with ``@logprobs=1``, the sampled
+token ids and their log-probs; ``@tokens=1``: the ids alone, which is what training needs — it
+recomputes θ_old log-probs itself, so generation skips that pass) and, in ``meta``, diagnostics:
+template id and sha, prompt sha, token counts, latency, parse flags.
 
 Spec options (``hf:models/tiny@temperature=0.4,history=3``): ``temperature``, ``top_p``,
 ``top_k``, ``max_new_tokens``, ``history`` (-1: every past step), ``template`` (a TOML path),
@@ -222,7 +223,8 @@ class ModelAgent(Agent):
                       parsed: ParsedResponse) -> AgentAction:
         assert self.template is not None
         # The record keeps the user turn as `prompt`; a system text and a continued assistant
-        # turn's segments go in meta, so training rebuilds exactly these messages (step_messages).
+        # turn's segments are fields of their own, so training rebuilds exactly these messages
+        # (step_messages). `meta` is diagnostics only.
         continued = continued_turn(prompt)
         user = prompt[-2] if continued else prompt[-1]
         prompt_text = str(user["content"])
@@ -230,30 +232,26 @@ class ModelAgent(Agent):
         meta: dict[str, Any] = {
             "template": self.template.id, "template_sha": self.template.sha, "prompt_sha": sha16(shown),
             "prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,
-            "finish_reason": generation.finish_reason, "parse_flags": list(parsed.flags),
+            "parse_flags": list(parsed.flags),
             "latency_s": generation.meta.get("latency_s", generation.meta.get("batch_seconds")),
             "batch_size": generation.meta.get("batch_size"),
         }
         if "choice" in generation.meta:
             meta.update({key: generation.meta[key] for key in ("choice", "choice_logprob", "choices")})
-        if self.template.system:
-            meta["system"] = self.template.system
-        if continued:
-            meta["continuation"] = list(continued["segments"])
-        if self.options.logprobs or self.options.tokens:
-            meta["token_ids"] = generation.token_ids
-        if self.options.logprobs:
-            meta["logprobs"] = generation.logprobs
         response = generation.text
-        if self.template.retokenize_response:
+        retokenize = bool(self.template.retokenize_response)
+        if retokenize and parsed.action != response:
             # The protocol keeps only the response as the env took it (Search-R1's cut) and trains
             # on that text re-tokenized; the raw generation stays in meta.
-            meta["retokenize"] = True
-            if parsed.action != response:
-                meta["raw_response"], response = response, parsed.action
-        return AgentAction(action=parsed.action, response=response,
-                           prompt=prompt_text if self.options.record_prompt == "full" else None,
-                           valid_format=parsed.valid, meta=meta)
+            meta["raw_response"], response = response, parsed.action
+        return AgentAction(
+            action=parsed.action, response=response,
+            prompt=prompt_text if self.options.record_prompt == "full" else None, valid_format=parsed.valid,
+            system=self.template.system or None,
+            continuation=list(continued["segments"]) if continued else None,
+            token_ids=generation.token_ids if self.options.logprobs or self.options.tokens else None,
+            logprobs=generation.logprobs if self.options.logprobs else None,
+            finish_reason=generation.finish_reason, retokenize=retokenize, meta=meta)
 
     def identity(self) -> dict[str, Any]:
         assert self.template is not None and self.builder is not None
@@ -262,13 +260,11 @@ class ModelAgent(Agent):
         return {"template": self.template.id, "template_sha": self.template.sha,
                 "history": self.builder.history_length, "projection": self.options.projection,
                 "require_think": self.options.require_think, "sampling": sampling,
-                "model": self._model_identity(), **self._choice_identity()}
+                "model": self._model_identity(), "choose": self.options.choose, "rank_by": self.options.rank_by}
 
-    def _choice_identity(self) -> dict[str, Any]:
-        # Only a non-default choice joins the identity, so runs made before the option resume.
-        if self.options.choose == "generate":
-            return {}
-        return {"choose": self.options.choose, "rank_by": self.options.rank_by}
+    def identity_defaults(self) -> dict[str, Any]:
+        # What runs recorded before these keys existed used.
+        return {"choose": "generate", "rank_by": "sum", "sampling.max_prompt_tokens": None}
 
     def _model_identity(self) -> dict[str, Any]:
         require_target(self.backend_kind, self.spec.target)

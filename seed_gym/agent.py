@@ -10,7 +10,8 @@ Rules:
   observation); ``act(episode_ids, observations, infos)`` returns one action per episode, in order;
   ``end(episode_ids)`` lets the agent drop per-episode state.
 * An action is a plain string or an :class:`AgentAction`, which also carries what the record keeps
-  for training and auditing (raw response, prompt, parse validity, token counts, latency).
+  for training and auditing: its :class:`~seed_gym.records.ActionTrace` (response, prompt, parse
+  validity, the fields training reads back, diagnostics in ``meta``), copied onto the step as is.
 * Agents must be deterministic given their ``seed`` (set from the run seed and the episode).
 
 Agents are named on the command line by a spec ``kind[:target][@key=value,...]``, e.g. ``random``,
@@ -22,21 +23,19 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from seed_gym.core import SeedGymError
+from seed_gym.records import ActionTrace
 
 
 @dataclass
-class AgentAction:
-    """One action plus what the episode record keeps about how it was produced."""
+class AgentAction(ActionTrace):
+    """One action plus how it was produced (the :class:`~seed_gym.records.ActionTrace` fields, by
+    keyword), which its step's record keeps field for field."""
 
     action: str
-    response: str | None = None
-    prompt: str | None = None
-    valid_format: bool = True
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 class Agent:
@@ -72,6 +71,13 @@ class Agent:
         """What, beyond the spec, decides this agent's actions (prompt template sha, sampling,
         model fingerprint). It joins the run identity, so a resumed run never mixes two agents.
         Must be cheap: no model is loaded for it."""
+        return {}
+
+    def identity_defaults(self) -> dict[str, Any]:
+        """The value each :meth:`identity` key added since it first shipped had before it existed
+        (dotted paths for nested keys: ``sampling.max_prompt_tokens``). A run that never recorded
+        such a key resumes while it keeps that value (:func:`~seed_gym.records.identity_diff`), so
+        a new key always joins the identity instead of joining only when it is not the default."""
         return {}
 
     def close(self) -> None:

@@ -2,8 +2,8 @@
 
 ``evaluate(config)`` resolves the split (generating embedded data if needed), plans the episodes
 (the first ``n`` tasks of the split x ``group``), opens the run directory (or checks that an
-existing one is the same run), plays only the episodes it does not have yet, and writes
-``summary.json`` from the records of the planned episodes.
+existing one is the same run, by :func:`~seed_gym.records.identity_diff`), plays only the episodes
+it does not have yet, and writes ``summary.json`` from the records of the planned episodes.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ class PreparedRun:
     extra: dict[str, Any]
     episodes: list[Any]
     env_kwargs: dict[str, Any]
+    #: What a run that never recorded an identity key used (``RunDir.open``'s ``defaults``).
+    identity_defaults: dict[str, Any] = field(default_factory=dict)
 
 
 def prepare(config: EvalConfig) -> PreparedRun:
@@ -71,10 +73,11 @@ def prepare(config: EvalConfig) -> PreparedRun:
         "split": config.split, "split_fingerprint": split.fingerprint,
         "data_fingerprint": task_set.data_fingerprint, "agent": str(agent_spec),
         "max_steps": probe.max_steps, "group": config.group, "seed": config.seed,
-        "tasks": len(task_ids), "tasks_fingerprint": fingerprint(task_ids),
+        "tasks": len(task_ids), "tasks_fingerprint": fingerprint(task_ids), "agent_config": agent_identity,
     }
-    if agent_identity:  # scripted agents add nothing, so their existing runs stay resumable
-        identity["agent_config"] = agent_identity
+    # Runs of agents whose identity was empty recorded no agent_config.
+    defaults = {"agent_config": {}, **{f"agent_config.{key}": value
+                                       for key, value in agent.identity_defaults().items()}}
     describe = getattr(probe, "describe", None)
     extra = {"env_description": describe() if describe else {}, "agent_description": agent.describe(),
              "task_ids": task_ids,
@@ -82,7 +85,7 @@ def prepare(config: EvalConfig) -> PreparedRun:
     probe.close()
     if needs_expert:
         env_kwargs = {**env_kwargs, "expert": True}
-    return PreparedRun(config, identity, extra, episodes, env_kwargs)
+    return PreparedRun(config, identity, extra, episodes, env_kwargs, defaults)
 
 
 def evaluate(config: EvalConfig, *, overwrite: bool = False,
@@ -93,7 +96,7 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
     if overwrite and run.exists():
         for path in (run.manifest_path, run.episodes_path, run.summary_path):
             path.unlink(missing_ok=True)
-    run.open(prepared.identity, prepared.extra)
+    run.open(prepared.identity, prepared.extra, prepared.identity_defaults)
     planned = {spec.episode_id for spec in prepared.episodes}
     finished = {k: v for k, v in run.finished().items() if k in planned}
     todo = [spec for spec in prepared.episodes if spec.episode_id not in finished]

@@ -4,7 +4,11 @@ A run appends one JSON object per line and fsyncs. A kill mid-write can leave a 
 anywhere, even inside a multi-byte character; a disk or a hand can leave worse. Readers therefore
 take a line only when it is valid UTF-8 holding one JSON *object* that the caller accepts, and skip
 anything else. :func:`repair` makes the file whole again before the next append: it keeps the good
-lines, in order, and moves every other line to ``<file>.torn`` (nothing is thrown away).
+lines, in order, and moves every other line to ``<file>.torn`` (nothing is thrown away). Writers
+append through an :class:`Appender`, which repairs when needed.
+
+:func:`write_atomic` is the one way run files (manifests, summaries, configs, markers) are
+rewritten: a reader sees the old file or the new one, never half of one.
 """
 
 from __future__ import annotations
@@ -82,19 +86,38 @@ def ends_cleanly(path: Path) -> bool:
         return handle.read(1) == b"\n"
 
 
-def append(path: Path, rows: Iterable[str]) -> None:
-    """Append serialised objects, one per line, and fsync."""
-    text = "".join(row + "\n" for row in rows)
-    if not text:
-        return
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
+class Appender:
+    """The writer of one JSON-lines file in this process.
+
+    Before its first append, and after any append that left the file without a final newline (a
+    write cut short), the file is repaired (:func:`repair`, with ``build``): what a killed writer
+    left is set aside, so a new line never joins a fragment."""
+
+    def __init__(self, path: Path, build: Callable[[dict[str, Any]], Any] = lambda row: row) -> None:
+        self.path = path
+        self.build = build
+        self._repaired = False
+
+    def append(self, rows: Iterable[str]) -> None:
+        """Append serialised objects, one per line, and fsync; nothing to append touches nothing."""
+        text = "".join(row + "\n" for row in rows)
+        if not text:
+            return
+        if not self._repaired or not ends_cleanly(self.path):
+            repair(self.path, self.build)
+            self._repaired = True
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary sibling, fsync, and rename it over ``path``."""
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write ``data`` (text as UTF-8) to a temporary sibling, fsync, and rename it over ``path``;
+    the folder is made if missing."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("wb") as handle:
         handle.write(data)

@@ -143,8 +143,7 @@ def _tick(pool: EnvPool, agent: Agent, live: dict[int, _Live], free: list[int],
         episode.steps.append(StepRecord(
             t=len(episode.steps), observation=episode.observation, action=action.action,
             reward=float(reward), invalid_action=bool(info.get("invalid_action")),
-            admissible_actions=episode.info.get("admissible_actions"), response=action.response,
-            prompt=action.prompt, valid_format=action.valid_format, meta=action.meta))
+            admissible_actions=episode.info.get("admissible_actions"), **action.trace()))
         episode.total_reward += float(reward)
         episode.observation, episode.info = observation, info
         if terminated or truncated:

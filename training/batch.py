@@ -7,11 +7,12 @@ and turns them into :class:`StepSample` objects here.
 Rules:
 
 * A sample is the prompt the policy saw at that step (chat messages, rebuilt from the record: the
-  system text and a continued assistant turn's segments are in the step's meta) and the response
-  tokens it sampled. The record keeps the sampled token ids when the agent ran with ``@tokens=1``
-  or ``@logprobs=1`` (training always does); otherwise the response text is re-tokenised, plus EOS
-  when the generation ended by stopping. A step marked ``retokenize`` (Search-R1) trains on its
-  recorded response as the env took it, re-tokenised without EOS, as Search-R1 does.
+  step's ``system`` text, its ``prompt`` and a continued assistant turn's ``continuation``
+  segments) and the response tokens it sampled. The record keeps the sampled ``token_ids`` when
+  the agent ran with ``@tokens=1`` or ``@logprobs=1`` (training always does); otherwise the
+  response text is re-tokenised, plus EOS when the generation's ``finish_reason`` was ``stop``. A
+  step marked ``retokenize`` (Search-R1) trains on its recorded response as the env took it,
+  re-tokenised without EOS, as Search-R1 does. (The fields: :class:`~seed_gym.records.ActionTrace`.)
 * The reward of a step sample is the episode reward (the env profile's ``reward_scale`` x won)
   minus the profile's ``invalid_penalty`` when that step's response was format-invalid
   (seed-method.md §3). ``group_id`` is the task id: GRPO normalises over all step
@@ -58,24 +59,21 @@ class StepSample:
 def step_messages(step: StepRecord) -> list[dict[str, Any]]:
     if step.prompt is None:
         raise ValueError("this record kept only prompt hashes (record_prompt=hash); training needs full prompts")
-    system = step.meta.get("system")
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    messages: list[dict[str, Any]] = [{"role": "system", "content": step.system}] if step.system else []
     messages.append({"role": "user", "content": step.prompt})
-    segments = step.meta.get("continuation")
-    if segments:
-        messages.append({"role": "assistant", "content": "".join(s["text"] for s in segments), "continue": True,
-                         "segments": list(segments)})
+    if step.continuation:
+        messages.append({"role": "assistant", "content": "".join(s["text"] for s in step.continuation),
+                         "continue": True, "segments": list(step.continuation)})
     return messages
 
 
 def response_ids(step: StepRecord, tokenizer: Any) -> list[int]:
-    if step.meta.get("retokenize"):
+    if step.retokenize:
         return tokenizer(step.response or "", add_special_tokens=False)["input_ids"]
-    ids = step.meta.get("token_ids")
-    if ids is not None:
-        return list(ids)
+    if step.token_ids is not None:
+        return list(step.token_ids)
     ids = tokenizer(step.response or "", add_special_tokens=False)["input_ids"]
-    if step.meta.get("finish_reason") == "stop" and tokenizer.eos_token_id is not None:
+    if step.finish_reason == "stop" and tokenizer.eos_token_id is not None:
         ids.append(tokenizer.eos_token_id)
     return ids
 

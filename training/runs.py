@@ -3,7 +3,8 @@
 ``OUT/`` holds:
 
 * ``config.json`` — the resolved :class:`~seed_gym.training.config.TrainConfig`; a resumed run
-  must match its identity (how long it runs may change);
+  must match its identity by the rule every run folder follows
+  (:func:`~seed_gym.records.identity_diff`; how long it runs may change);
 * ``metrics.jsonl`` — one JSON object per update (and per periodic eval), appended as they happen;
 * ``rollouts/update-NNNNNN/`` — each update's episodes as an ordinary run directory (the records
   training reads), so a run killed after its rollouts resumes without replaying them;
@@ -23,6 +24,7 @@ from typing import Any
 
 from seed_gym import jsonl
 from seed_gym.core import SeedGymError
+from seed_gym.records import identity_diff
 
 
 class TrainRunMismatch(SeedGymError, ValueError):
@@ -34,23 +36,21 @@ class TrainRun:
         self.out = Path(out)
         self.checkpoints = self.out / "checkpoints"
         self.metrics_path = self.out / "metrics.jsonl"
-        self._repaired = False
+        self._metrics = jsonl.Appender(self.metrics_path)
 
     def open(self, identity: dict[str, Any], config: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
         """Start the run, or check that the run already in ``OUT`` has this identity.
 
         Only the keys of today's identity are compared; a key an older run never recorded counts
-        as its ``defaults`` value, so adding a config field with a default keeps old runs resumable."""
+        as its ``defaults`` value, so adding a config field with a default keeps old runs resumable
+        (:func:`~seed_gym.records.identity_diff`, as evaluation runs)."""
         path = self.out / "config.json"
         if path.exists():
-            old = json.loads(path.read_text()).get("identity", {})
-            defaults = defaults or {}
-            diff = sorted(k for k in identity if old.get(k, defaults.get(k)) != identity[k])
+            diff = identity_diff(json.loads(path.read_text()).get("identity", {}), identity, defaults)
             if diff:
                 raise TrainRunMismatch(f"{self.out} holds a training run with another config (differs in: "
                                        f"{', '.join(diff)}); use another --out")
-        self.out.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, json.dumps({"identity": identity, "config": config}, indent=2, default=str))
+        jsonl.write_atomic(path, json.dumps({"identity": identity, "config": config}, indent=2, default=str))
 
     # -- checkpoints -------------------------------------------------------------------------
     def checkpoint_dir(self, update: int) -> Path:
@@ -65,18 +65,14 @@ class TrainRun:
 
     def commit_checkpoint(self, update: int, keep: int) -> None:
         """Point LATEST at a fully written checkpoint (the marker moves last, atomically), then prune."""
-        _atomic_write(self.checkpoints / "LATEST", self.checkpoint_dir(update).name)
+        jsonl.write_atomic(self.checkpoints / "LATEST", self.checkpoint_dir(update).name)
         done = sorted(p for p in self.checkpoints.glob("update-*") if (p / "trainer_state.json").exists())
         for old in done[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
 
     # -- metrics -----------------------------------------------------------------------------
     def log(self, row: dict[str, Any]) -> None:
-        if not self._repaired or not jsonl.ends_cleanly(self.metrics_path):
-            # Once per process, and after any torn write: what a killed writer left is set aside.
-            jsonl.repair(self.metrics_path)
-            self._repaired = True
-        jsonl.append(self.metrics_path, [json.dumps(row, default=float)])
+        self._metrics.append([json.dumps(row, default=float)])
 
     def metrics(self) -> list[dict[str, Any]]:
         """The metric rows, in order; lines torn by a kill are skipped."""
@@ -85,15 +81,10 @@ class TrainRun:
     def truncate_metrics(self, after_update: int) -> None:
         """Drop metric rows of updates the resumed run will redo (they were never checkpointed)."""
         rows = [r for r in self.metrics() if r.get("update", 0) <= after_update]
-        _atomic_write(self.metrics_path, "".join(json.dumps(r, default=float) + "\n" for r in rows))
+        jsonl.write_atomic(self.metrics_path, "".join(json.dumps(r, default=float) + "\n" for r in rows))
 
     def rollout_dir(self, update: int) -> Path:
         return self.out / "rollouts" / f"update-{update:06d}"
 
     def eval_dir(self, update: int, split: str) -> Path:
         return self.out / "evals" / f"update-{update:06d}" / split
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    jsonl.write_atomic(path, text.encode("utf-8"))

@@ -86,8 +86,6 @@ class SamplingParams:
         data = asdict(self)
         data["stop"] = list(self.stop)
         data.pop("row_seeds")
-        if data["max_prompt_tokens"] is None:
-            data.pop("max_prompt_tokens")  # identities made before the field existed stay equal
         return data
 
 

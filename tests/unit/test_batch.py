@@ -1,5 +1,7 @@
 """Records -> step samples: one sample per env step, the episode reward minus the format penalty."""
 
+from dataclasses import asdict
+
 import pytest
 
 from seed_gym.records import EpisodeRecord, StepRecord
@@ -16,7 +18,7 @@ class WordTokenizer:
 def record(won: bool, valid: list[bool], episode: str = "t1#0") -> EpisodeRecord:
     steps = [StepRecord(t=i, observation=f"obs {i}", action="look", reward=0.0, invalid_action=False,
                         response="<think>x</think><action>look</action>", prompt=f"prompt {i}", valid_format=v,
-                        meta={"token_ids": [i, 7], "finish_reason": "stop"})
+                        token_ids=[i, 7], finish_reason="stop")
              for i, v in enumerate(valid)]
     return EpisodeRecord(episode_id=episode, task={"id": episode.split("#")[0], "family": "pick"}, agent="hf:x",
                          group_index=0, seed=0, steps=steps, final_observation="", won=won, score=float(won),
@@ -38,7 +40,7 @@ def test_search_qa_rewards_exact_match_with_a_smaller_penalty():
 
 def test_responses_without_recorded_ids_are_retokenised_with_eos_when_they_stopped():
     rec = record(True, [True])
-    rec.steps[0].meta = {"finish_reason": "stop"}
+    rec.steps[0].token_ids = None
     rec.steps[0].response = "ab cde"
     assert samples_from_records([rec], WordTokenizer(), "webshop")[0].response_ids == [2, 3, 99]
 
@@ -54,8 +56,8 @@ def test_a_continued_turn_is_rebuilt_exactly_and_search_r1_trains_on_its_cut_res
     segments = [{"text": "<search> q </search>"}, {"text": "\n\n<information>x</information>\n\n", "max_tokens": 500}]
     step = StepRecord(t=1, observation="obs", action="<answer> a </answer>", reward=1.0, invalid_action=False,
                       response="<answer> a </answer>", prompt="Question: q?\n", valid_format=True,
-                      meta={"continuation": segments, "retokenize": True, "token_ids": [5, 5, 5, 5, 5],
-                            "raw_response": "<answer> a </answer> and on", "finish_reason": "stop"})
+                      continuation=segments, retokenize=True, token_ids=[5, 5, 5, 5, 5], finish_reason="stop",
+                      meta={"raw_response": "<answer> a </answer> and on"})
     rec = record(True, [True])
     rec.steps = [step]
     [sample] = samples_from_records([rec], WordTokenizer(), "searchqa")
@@ -63,3 +65,13 @@ def test_a_continued_turn_is_rebuilt_exactly_and_search_r1_trains_on_its_cut_res
                                {"role": "assistant", "content": "<search> q </search>\n\n<information>x</information>\n\n",
                                 "continue": True, "segments": segments}]
     assert sample.response_ids == [len("<answer>"), 1, len("</answer>")]  # the cut text, no EOS, not the sampled ids
+
+
+def test_a_version_1_record_with_the_training_fields_in_meta_trains_the_same():
+    step = {"t": 0, "observation": "obs", "action": "look", "reward": 0.0, "invalid_action": False,
+            "admissible_actions": None, "response": "ab cde", "prompt": "p", "valid_format": True,
+            "meta": {"system": "Be brief.", "finish_reason": "stop", "template": "t1"}}
+    old = {**asdict(record(True, [True])), "record_version": 1, "steps": [step]}
+    [sample] = samples_from_records([EpisodeRecord.from_dict(old)], WordTokenizer(), "webshop")
+    assert sample.messages == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "p"}]
+    assert sample.response_ids == [2, 3, 99]  # re-tokenised, with EOS: it stopped

@@ -79,3 +79,34 @@ def test_training_metrics_survive_a_torn_line(tmp_path):
     assert resumed.metrics() == [{"update": 1, "loss": 0.5}]
     resumed.log({"update": 2, "loss": 0.4})
     assert [r["update"] for r in resumed.metrics()] == [1, 2]
+
+
+def test_run_dirs_and_training_runs_share_one_identity_rule():
+    from seed_gym.records import identity_diff
+
+    recorded = {"seed": 0, "agent_config": {"sampling": {"temperature": 1.0}}, "gone": 1}
+    today = {"seed": 0, "agent_config": {"sampling": {"temperature": 1.0, "max_prompt_tokens": None},
+                                         "choose": "generate"}}
+    defaults = {"agent_config.choose": "generate", "agent_config.sampling.max_prompt_tokens": None}
+    assert identity_diff(recorded, today, defaults) == []  # new keys at their defaults, a dropped key ignored
+    assert identity_diff(recorded, {**today, "seed": 1}, defaults) == ["seed"]
+    changed = {"agent_config": {**today["agent_config"], "choose": "rank"}, "seed": 0}
+    assert identity_diff(recorded, changed, defaults) == ["agent_config"]
+    assert identity_diff({"n": 1}, {"n": 1.0}) == ["n"]  # compared as the JSON the folder holds
+
+
+def test_an_eval_run_made_before_identity_keys_existed_resumes(tmp_path):
+    """Runs written when an empty agent_config, the default choose and an unset max_prompt_tokens
+    were left out of the identity resume under today's code (one rule, no special cases)."""
+    run = RunDir(tmp_path / "run")
+    today = {"seed": 0, "agent_config": {"choose": "generate", "rank_by": "sum",
+                                         "sampling": {"temperature": 1.0, "max_prompt_tokens": None}}}
+    defaults = {"agent_config": {}, "agent_config.choose": "generate", "agent_config.rank_by": "sum",
+                "agent_config.sampling.max_prompt_tokens": None}
+    run.open({"seed": 0, "agent_config": {"sampling": {"temperature": 1.0}}}, {})
+    RunDir(run.path).open(today, {}, defaults)  # does not raise
+    scripted = RunDir(tmp_path / "scripted")
+    scripted.open({"seed": 0}, {})
+    RunDir(scripted.path).open({"seed": 0, "agent_config": {}}, {}, {"agent_config": {}})
+    with pytest.raises(RunMismatchError, match="agent_config"):
+        RunDir(scripted.path).open({"seed": 0, "agent_config": {"history": 3}}, {}, {"agent_config": {}})
