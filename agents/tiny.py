@@ -9,10 +9,11 @@ Rules:
   The config is ``model_type: llama``: transformers 5 rebuilds a ``qwen2`` tokenizer from Qwen's
   own regex and ignores the saved pre-tokenizer, while ``llama`` honours ``tokenizer.json``.
 * **Deterministic.** The same arguments give byte-identical ``tokenizer.json`` and
-  ``model.safetensors``: the corpus is a pure function of its config (:mod:`.corpus`), BPE training
-  is deterministic (tested in a fresh process), and the weights come from ``torch.manual_seed(seed)`` inside a forked RNG
-  (the caller's global RNG state is left as it was). The tokenizer does not depend on ``seed``, so
-  models of one size and vocabulary share a tokenizer.
+  ``model.safetensors``: the corpus is a pure function of its config and the registered envs
+  (:mod:`.corpus`), BPE training is deterministic (tested in a fresh process), and the weights come
+  from ``torch.manual_seed(seed)`` inside a forked RNG (the caller's global RNG state is left as it
+  was). The tokenizer does not depend on ``seed``, so models of one size and vocabulary share a
+  tokenizer.
 * **Tokenizer.** Byte level, so every string encodes and ``decode(encode(x)) == x`` exactly (no
   normaliser, no prefix space, no clean-up of spaces). Pre-tokenization splits only at
   punctuation, quotes outside words, brackets, newlines and the ReAct/Search-R1 tags, so BPE learns
@@ -25,7 +26,8 @@ Rules:
   ``<|im_start|>assistant\\n`` with ``add_generation_prompt``. Generation stops at ``<|im_end|>``
   (``generation_config.eos_token_id``).
 * ``seed_gym_model.json`` records the builder version, seed, size, shape, parameter count, corpus
-  fingerprint and file fingerprints; :func:`describe_model` reads it for run manifests.
+  fingerprint and sources (the env profiles' ``corpus`` targets the text came from) and file
+  fingerprints; :func:`describe_model` reads it for run manifests.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from seed_gym.agents.corpus import CorpusConfig, build_corpus, corpus_fingerprint
+from seed_gym.agents.corpus import CorpusConfig, build_corpus, corpus_fingerprint, corpus_sources
 
 #: Bump whenever this code would build different files from the same arguments and corpus (the
 #: corpus fingerprint tracks the env text and prompt templates separately).
@@ -241,6 +243,7 @@ def build_tiny_model(out: str | Path, *, seed: int = 0, size: str = "tiny", voca
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FileExistsError(f"{out} exists and is not empty (pass overwrite=True to replace it)")
 
+    sources = corpus_sources()
     texts = build_corpus(config.corpus)
     tokenizer = wrap_tokenizer(train_tokenizer(texts, config.vocab_size), shape.max_positions)
     model = init_model(shape, config.vocab_size, config.seed)
@@ -256,7 +259,7 @@ def build_tiny_model(out: str | Path, *, seed: int = 0, size: str = "tiny", voca
             "model_type": "llama", "seed": config.seed, "size": config.size, "shape": asdict(shape),
             "vocab_size": config.vocab_size, "parameters": sum(p.numel() for p in model.parameters()),
             "corpus": {**config.corpus.describe(), "fingerprint": corpus_fingerprint(texts),
-                       "documents": len(texts), "chars": sum(map(len, texts))},
+                       "sources": sources, "documents": len(texts), "chars": sum(map(len, texts))},
             "special_tokens": {"pad": PAD, "eos": IM_END, "im_start": IM_START},
             "files": {name: _file_fingerprint(staging / name) for name in ("tokenizer.json", "model.safetensors")},
             "built_with": _library_versions(),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import seed_gym.registry
 from seed_gym.agents import corpus as C
 from seed_gym.agents import tiny as T
 
@@ -20,8 +21,6 @@ pytestmark = pytest.mark.integration
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-UNSEEN = C.CorpusConfig(seed=11, alfworld_games=12, webshop_products=80, webshop_episodes=12,
-                        searchqa_entities=80, searchqa_questions=12)
 ODD_TEXT = ("héllo wörld — ¿qué? 🤖🧪 中文字符 \t tab\r\n crlf \u200b zero-width \x00 nul "
             "<|im_start|>user\nfake<|im_end|> <|pad|> <think> it's 'quoted', [SEP] click[buy now]")
 
@@ -39,8 +38,13 @@ def model(tiny_model_dir: Path):
 @pytest.fixture(scope="module")
 def env_texts() -> dict[str, list[str]]:
     """Env text the tokenizer was not trained on (another corpus seed)."""
-    return {"alfworld": C.alfworld_texts(UNSEEN), "webshop": C.webshop_texts(UNSEEN),
-            "searchqa": C.searchqa_texts(UNSEEN)}
+    from seed_gym.envs.alfworld import corpus as alfworld_corpus
+    from seed_gym.envs.searchqa import corpus as searchqa_corpus
+    from seed_gym.envs.webshop import corpus as webshop_corpus
+
+    return {"alfworld": alfworld_corpus.sample_texts(11, games=12),
+            "webshop": webshop_corpus.sample_texts(11, products=80, episodes=12),
+            "searchqa": searchqa_corpus.sample_texts(11, entities=80, questions=12)}
 
 
 def test_folder_is_a_llama_checkpoint_of_the_tiny_size(tiny_model_dir: Path, model, tokenizer):
@@ -61,6 +65,9 @@ def test_metadata_describes_the_build(tiny_model_dir: Path, model):
                                                                                         "tiny", 4096)
     assert meta["parameters"] == sum(p.numel() for p in model.parameters())
     assert meta["corpus"]["fingerprint"] == C.corpus_fingerprint(C.build_corpus(C.CorpusConfig()))
+    assert meta["corpus"]["sources"] == C.corpus_sources() == sorted(
+        {seed_gym.registry.profile(env_id).corpus for env_id in ("alfworld", "searchqa", "webshop")})
+    assert (meta["corpus"]["seed"], meta["corpus"]["version"]) == (0, C.CORPUS_VERSION)
     for name, digest in meta["files"].items():
         assert digest == T._file_fingerprint(tiny_model_dir / name)
 

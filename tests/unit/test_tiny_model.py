@@ -1,10 +1,9 @@
-"""The tiny model's parts: the env corpus, the pre-tokenizer, BPE training, the transformers
-wrapper with its chat template, model shapes and the metadata reader. The full build is tested in
-tests/integration/test_tiny_model_build.py."""
+"""The tiny model's parts: the pre-tokenizer, BPE training, the transformers wrapper with its chat
+template, model shapes and the metadata reader. The corpus is tested in tests/unit/test_corpus.py,
+the full build in tests/integration/test_tiny_model_build.py."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -12,70 +11,36 @@ import pytest
 
 from seed_gym.agents import corpus as C
 from seed_gym.agents import tiny as T
+from seed_gym.envs.alfworld import corpus as alfworld_corpus
+from seed_gym.envs.searchqa import corpus as searchqa_corpus
+from seed_gym.envs.webshop import corpus as webshop_corpus
 
-SMALL = C.CorpusConfig(alfworld_games=12, webshop_products=60, webshop_episodes=12, searchqa_entities=80,
-                       searchqa_questions=12)
 ODD_TEXT = ("héllo wörld — ¿qué? 🤖🧪 中文字符 \t tab\r\n crlf \u200b zero-width \x00 nul "
             "<|im_start|>user\nfake<|im_end|> <|pad|> <think> it's 'quoted', [SEP] click[buy now]")
 
 
+#: Small sizes of the built-in envs' samplers (their own keyword knobs): for training, and smaller
+#: for unseen text.
+SMALL = {"games": 12, "products": 60, "episodes": 12, "entities": 80, "questions": 12}
+SMALLER = {"games": 6, "products": 40, "episodes": 6, "entities": 60, "questions": 6}
+
+
+def small_corpus_texts(seed: int, sizes: dict[str, int]) -> list[str]:
+    """A small corpus from the built-in envs' samplers, plus the chat frames."""
+    return [*alfworld_corpus.sample_texts(seed, games=sizes["games"]),
+            *webshop_corpus.sample_texts(seed, products=sizes["products"], episodes=sizes["episodes"]),
+            *searchqa_corpus.sample_texts(seed, entities=sizes["entities"], questions=sizes["questions"]),
+            *C.chat_frames()]
+
+
 @pytest.fixture(scope="module")
 def small_corpus() -> list[str]:
-    return C.build_corpus(SMALL)
+    return small_corpus_texts(0, SMALL)
 
 
 @pytest.fixture(scope="module")
 def small_tokenizer(small_corpus: list[str]):
     return T.train_tokenizer(small_corpus, vocab_size=1024)
-
-
-# -- corpus -----------------------------------------------------------------------------------
-def test_corpus_is_a_pure_function_of_its_config(small_corpus: list[str]):
-    again = C.build_corpus(SMALL)
-    assert again == small_corpus
-    assert C.corpus_fingerprint(again) == C.corpus_fingerprint(small_corpus)
-    other = C.build_corpus(dataclasses.replace(SMALL, seed=1))
-    assert C.corpus_fingerprint(other) != C.corpus_fingerprint(small_corpus)
-
-
-def test_fingerprint_sees_document_boundaries():
-    assert C.corpus_fingerprint(["ab", "c"]) != C.corpus_fingerprint(["a", "bc"])
-
-
-def test_corpus_has_the_text_agents_see(small_corpus: list[str]):
-    text = "\n".join(small_corpus)
-    for phrase in (
-        # ALFWorld engine wording and the ReAct prompt
-        "-= Welcome to TextWorld, ALFRED! =-", "Your task is to: ", "You arrive at ", "you see a ",
-        "You are an expert agent operating in the ALFRED Embodied Environment",
-        "Your admissible actions of the current situation are", "'go to ",
-        # WebShop pages and actions
-        "'Back to Search' [SEP] ", "click[buy now]", "search[<your query>]", "WebShop e\u2011commerce environment",
-        # Search-R1 protocol
-        "Answer the given question.", "<search>", "</search>", "<information>Doc 1(Title: ", "<answer>",
-        # responses and skills
-        "<think>", "</think>", "<action>", "</action>", '"episode_summary"', '"episode_skill"',
-        "user\n", "assistant\n",
-    ):
-        assert phrase in text, phrase
-    assert "<|im_start|>" not in text and "<|im_end|>" not in text  # specials are added whole
-
-
-def test_alfworld_lists_read_like_textworld():
-    assert C._alfworld_list([]) == "nothing"
-    assert C._alfworld_list(["apple 1"]) == "a apple 1"
-    assert C._alfworld_list(["apple 1", "mug 2"]) == "a apple 1, and a mug 2"
-    assert C._alfworld_list(["apple 1", "mug 2", "fork 1"]) == "a apple 1, a mug 2, and a fork 1"
-
-
-def test_corpus_prompts_are_the_prompts_model_agents_build():
-    from seed_gym.agents.prompts import EpisodeView, PromptBuilder, template_for_env
-
-    history = [("o1", "a1"), ("o2", "a2")]
-    corpus = C.react_prompt("alfworld", task="t", observation="o3", admissible=["look"], history=history)
-    agent = PromptBuilder(template_for_env("alfworld")).text(
-        EpisodeView("t", "o1", [("o1", "a1", "r1"), ("o2", "a2", "r2")]), "o3", ["look"])
-    assert corpus == agent and "Action 2: 'a2'" in corpus
 
 
 # -- pre-tokenizer ----------------------------------------------------------------------------
@@ -123,8 +88,7 @@ def test_any_text_round_trips_exactly(small_tokenizer, text: str):
 
 
 def test_env_text_round_trips_exactly(small_tokenizer):
-    unseen = C.build_corpus(C.CorpusConfig(seed=7, alfworld_games=6, webshop_products=40, webshop_episodes=6,
-                                           searchqa_entities=60, searchqa_questions=6))
+    unseen = small_corpus_texts(7, SMALLER)
     for text in unseen:
         assert small_tokenizer.decode(small_tokenizer.encode(text).ids, skip_special_tokens=False) == text
 
