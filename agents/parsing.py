@@ -1,8 +1,8 @@
 """Responses -> env actions, with the validity flags training penalises.
 
 A template's ``parser`` names a :class:`ResponseStyle`: ``react``, built in, or one an env's profile
-declares in ``response_parsers`` (Search-QA's ``search-r1``, whose action is the cut response
-itself; see ``envs/searchqa/parsing.py``).
+declares in ``response_parsers`` (for example a Search-R1 style parser, whose action is the cut
+response itself, declared by the search env's profile).
 
 * ``react``: ``<think>...</think><action>...</action>``. The action is the text
   inside the one ``<action>`` tag. Fatal problems (no action tag, several, an empty one) send the

@@ -7,7 +7,7 @@ pass their own with ``@template=path.toml``. A template names:
 * ``first`` / ``step`` — the text at step 0 and at later steps (``str.format`` fields below);
   with ``first_without_history`` the ``first`` text is also used whenever the window is 0
   (verl-agent's ``*_TEMPLATE_NO_HIS``), and with ``history_char_limit`` whenever the ``step`` text
-  would be longer than that many characters (verl-agent's WebShop fallback);
+  would be longer than that many characters (verl-agent's fallback for long shop pages);
 * ``history_item`` / ``history_separator`` — how one past step is shown, and how they are joined;
 * ``history_length`` — the window k: only the last k steps are shown (``@history=k`` overrides;
   -1 shows every past step);

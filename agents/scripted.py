@@ -50,7 +50,7 @@ class RandomAgent(Agent):
 
 
 class ExpertAgent(Agent):
-    """Plays ``info["expert_action"]``, the env's oracle (ALFWorld: the fixed handcoded expert)."""
+    """Plays ``info["expert_action"]``, the env's oracle (for example a handcoded planner)."""
 
     requires_expert = True
 

@@ -1,7 +1,7 @@
 """seed-gym: text environments, one rollout harness, and scoring for agentic RL.
 
 >>> import seed_gym
->>> env = seed_gym.make("alfworld", split="unseen")   # doctest: +SKIP
+>>> env = seed_gym.make(seed_gym.list_envs()[0].env_id, split="unseen")   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -23,5 +23,5 @@ __all__ = [
 ]
 
 # Registers every installed env (built-in and third-party) with seed-gym and gymnasium, so that
-# gymnasium.make("seed_gym/ALFWorld-v0") works after `import seed_gym`. Cheap: no engine loads.
+# gymnasium.make("seed_gym/<GymName>-v0") works after `import seed_gym`. Cheap: no engine loads.
 load_entry_points()

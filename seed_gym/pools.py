@@ -16,7 +16,7 @@ is reported by :meth:`EnvPool.pop_lost_slots`, because those envs' state is gone
 call (a worker with k calls in a tick gets k x ``call_timeout``), so a hung reset or step costs at
 most that long before the rollout engine retries its episode on a fresh engine.
 
-Recycling (``recycle_after=N``): engines that leak (ALFWorld's, by AgentBench's account) are
+Recycling (``recycle_after=N``): engines that leak (AgentBench reports one that does) are
 replaced as a safety valve. A worker that has started N episodes is shut down and replaced the next
 time it is asked to reset while none of its envs is mid-episode, so recycling never loses an
 episode; with several envs per worker that is at the latest when a rollout drains.
@@ -36,7 +36,7 @@ from seed_gym.registry import EnvSpec, spec as env_spec_of
 
 
 #: Seconds one reset or step may take in a worker before the worker is killed and replaced.
-#: The slowest honest call here is a first ALFWorld load on a busy machine (seconds) or a Search-QA
+#: The slowest honest call here is a first game load on a busy machine (seconds) or a search
 #: step behind a dense retriever on CPU; two minutes leaves a wide margin and still ends a hang.
 DEFAULT_CALL_TIMEOUT = 120.0
 

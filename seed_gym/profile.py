@@ -9,7 +9,7 @@ Rules:
 
 * Code is named by ``"package.module:attribute"`` strings and imported on first use
   (:func:`resolve`), so declaring a profile at registration stays cheap.
-* Two env ids that are one benchmark (``webshop`` and ``webshop-browser``) share one profile
+* Two env ids that are one benchmark (a text and a browser view of one shop, say) share one profile
   object; consumers that collect per-benchmark things (corpus text, skill banks) de-duplicate by
   the target string, not by env id.
 * Ground truth is not here: it belongs to a live env, :meth:`seed_gym.core.TextEnv.ground_truth`.

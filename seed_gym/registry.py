@@ -7,7 +7,7 @@ registry is asked for something it does not know, so ``import seed_gym`` stays c
 never imports a concrete environment.
 
 Each env is also registered with gymnasium as ``seed_gym/<GymName>-v<version>``, so
-``gymnasium.make("seed_gym/ALFWorld-v0")`` works after ``import seed_gym``.
+``gymnasium.make("seed_gym/<GymName>-v0")`` works after ``import seed_gym``.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def declared_names(mapping_field: str) -> list[str]:
 
 
 def make(env_id: str, **kwargs: Any) -> TextEnv:
-    """Build a registered env: ``seed_gym.make("alfworld", max_steps=30)``."""
+    """Build a registered env: ``seed_gym.make(env_id, max_steps=30)``."""
     env_spec = spec(env_id)
     return env_spec.load()(**{**env_spec.default_kwargs, **kwargs})
 

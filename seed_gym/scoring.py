@@ -2,11 +2,11 @@
 
 Metrics (one name, one meaning, everywhere):
 
-* ``success_rate`` — share of episodes with ``won`` (ALFWorld won, WebShop reward == 1, QA EM).
-* ``mean_score`` — mean final ``score`` in [0, 1] (ALFWorld 0/1, WebShop reward, QA F1).
+* ``success_rate`` — share of episodes with ``won`` (as each env defines winning: a solved game, a perfect purchase, an exact answer).
+* ``mean_score`` — mean final ``score`` in [0, 1] (the env's own partial credit: 0/1, a purchase reward, answer F1).
 * ``mean_steps`` — mean env steps per episode.
 * ``invalid_action_rate`` — invalid steps / all steps, pooled over the run.
-* ``per_family`` — the same metrics per ``task.family`` (ALFWorld task type, ...), plus the
+* ``per_family`` — the same metrics per ``task.family`` (a task type, a product category, ...), plus the
   ``macro_success_rate`` over families.
 * ``ci95`` — 95% bootstrap intervals. Episodes of one task (a group of G) are correlated, so the
   bootstrap resamples *tasks*, with all their episodes (a cluster bootstrap), from a fixed seed.

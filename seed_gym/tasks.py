@@ -33,7 +33,7 @@ def hashed_order(task_ids: Iterable[str]) -> tuple[str, ...]:
 
     Ids usually sort by family (``pick_and_place-...``, ``syn_nq-...``), so an alphabetical
     prefix (``-n 20``) would be all one family; every prefix of this order is a fair sample.
-    Use it where the benchmark itself fixes no order (WebShop's goal order, say, it does).
+    Use it where the benchmark itself fixes no order (a benchmark whose goal file order is the protocol keeps it).
     """
     return tuple(sorted(task_ids, key=lambda tid: (hashlib.sha256(tid.encode()).hexdigest(), tid)))
 

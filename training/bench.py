@@ -6,7 +6,7 @@ What both runners do per update (one optimizer step):
 * the same local model folder, loaded in float32 on CPU; a frozen reference copy of it for the
   k3 KL term (β = ``beta``, 0.01 by default; β = 0 drops the reference on both sides);
 * the same prompts: the first-step chat prompts of the first ``prompts`` tasks of a real env split
-  (``env``, ``split``: the README runs WebShop test), rendered through the model's chat template;
+  (``env``, ``split``: the README names the env and split it runs), rendered through the model's chat template;
 * ``group`` completions per prompt, sampled at temperature 1.0 (no top-k, no top-p), at most
   ``max_new_tokens`` new tokens each, all ``prompts x group`` in one ``generate`` call;
 * the same reward of each completion's decoded text (:func:`reward`), group-normalised advantages,

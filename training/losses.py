@@ -41,9 +41,9 @@ __all__ = [
 def episode_reward(scale: float, won: bool) -> float:
     """The episode reward R(τ) of §3: ``scale * won``.
 
-    ``scale`` is the env profile's ``reward_scale`` (ALFWorld and WebShop 10, Search 1) and ``won``
-    the episode's success flag as the env records it: ALFWorld won, WebShop env reward == 1 (the
-    raw WebShop score is kept elsewhere as ``task_score``), Search EM.
+    ``scale`` is the env profile's ``reward_scale`` (seed-method.md §3 gives each benchmark's) and
+    ``won`` the episode's success flag as the env records it (the raw env score, where it is not
+    0/1, is kept elsewhere as ``task_score``).
 
     >>> episode_reward(10.0, True), episode_reward(10.0, False)
     (10.0, 0.0)

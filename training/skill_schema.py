@@ -27,7 +27,7 @@ class Skill:
 
     ``episode_summary`` and ``episode_skill`` are required and non-empty. ``step_skills`` maps a step
     index (``StepRecord.t``) to one short imperative sentence; it is empty in SEED's paper setting.
-    ``backend`` says who wrote it (``rule:alfworld``, a model backend's name); ``error`` says why an
+    ``backend`` says who wrote it (``rule:<env>``, a model backend's name); ``error`` says why an
     earlier attempt failed when the skill came from the repair retry (None otherwise)."""
 
     episode_summary: str

