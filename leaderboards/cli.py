@@ -1,4 +1,4 @@
-"""``seed-gym leaderboard build`` and ``seed-gym compare`` (registered by ``seed_gym.cli``).
+"""``seed-gym leaderboard build`` and ``seed-gym compare`` (a ``seed_gym.commands`` module).
 
 Heavy work is imported inside the commands so ``seed-gym --help`` stays fast.
 """
@@ -25,7 +25,7 @@ def build_command(
     reference: bool = typer.Option(True, help="Include the numbers reported in papers (labelled 'reported')."),
 ) -> None:
     """Build the static leaderboard (HTML + Markdown) from runs; broken submissions are listed."""
-    from seed_gym.cli import console
+    from seed_gym.commands import console
     from seed_gym.leaderboards.report import build_report, write_report
 
     report = build_report(runs, title=title, with_reference=reference)
@@ -45,7 +45,7 @@ def compare_command(
     show: int = typer.Option(20, help="List at most this many differing tasks."),
 ) -> None:
     """Paired comparison of B vs A on their shared tasks: difference, 95% CI, McNemar exact test."""
-    from seed_gym.cli import console
+    from seed_gym.commands import console
     from seed_gym.leaderboards.compare import compare_runs
     from seed_gym.leaderboards.runs import load_run
 

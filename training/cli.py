@@ -37,13 +37,13 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         seed: int = typer.Option(0, help="Run seed."),
     ) -> None:
         """Train with SFT or an RL algorithm on the shared rollout harness; resumes from the last checkpoint."""
-        from seed_gym.cli import _parse_env_args
+        from seed_gym.commands import parse_env_args
         from seed_gym.training.config import build_config
         from seed_gym.training.trainer import train
 
         base: dict[str, Any] = {"algo": algo, "env": env, "model": str(model), "seed": seed,
                                 "out": str(out or Path("runs") / "train" / f"{algo}-{env}"),
-                                "env_args": _parse_env_args(env_arg)}
+                                "env_args": parse_env_args(env_arg)}
         if updates is not None:
             base["updates"] = updates
         cfg = build_config(base, config, set_)

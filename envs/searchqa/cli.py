@@ -13,7 +13,7 @@ import typer
 
 
 def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, serve_app: typer.Typer) -> None:
-    from seed_gym.cli import _library_progress, _new_progress, console
+    from seed_gym.commands import console, library_progress, new_progress
 
     @data_app.command("searchqa")
     def data_searchqa(
@@ -30,7 +30,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         from seed_gym.envs.searchqa.data import QAData, _question_files, generated_root, write_generated
 
         root = out or generated_root(seed, entities)
-        with _new_progress() as bar, _library_progress(bar):
+        with new_progress() as bar, library_progress(bar):
             write_generated(root, seed=seed, entities=entities)
             data = QAData(str(root), root, root / "corpus.jsonl", _question_files(root / "questions"))
             for backend in index:
@@ -83,7 +83,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         """Queries/s per backend and at scale, server throughput and p99: ratios vs bm25s at --passages."""
         from seed_gym.envs.searchqa.bench import print_result, run_benchmark
 
-        with _new_progress() as bar, _library_progress(bar):
+        with new_progress() as bar, library_progress(bar):
             result = run_benchmark(passages=passages, large=large, backends=backend, queries=queries,
                                    clients=clients, requests=requests, log=console.print)
         print_result(result, console)

@@ -10,7 +10,7 @@ import typer
 
 
 def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, serve_app: typer.Typer) -> None:
-    from seed_gym.cli import console
+    from seed_gym.commands import console
 
     @data_app.command("webshop")
     def data_webshop(

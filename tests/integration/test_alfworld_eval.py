@@ -55,7 +55,7 @@ def test_summary_holds_the_documented_keys(compared):
 def test_rerunning_the_same_command_redoes_nothing(compared):
     out, _ = compared
     before = (out / "expert" / "episodes.jsonl").read_text()
-    result = seed_gym_cli("eval", "--agent", "expert", "--split", "unseen", "--env-arg", f"sizes={SIZES}",
+    result = seed_gym_cli("eval", "--agent", "expert", "--env", "alfworld", "--split", "unseen", "--env-arg", f"sizes={SIZES}",
                           "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
     assert (out / "expert" / "episodes.jsonl").read_text() == before
@@ -63,13 +63,13 @@ def test_rerunning_the_same_command_redoes_nothing(compared):
 
 
 def test_a_different_run_in_the_same_folder_is_refused(compared):
-    result = seed_gym_cli("eval", "--agent", "expert", "--split", "unseen", "--env-arg", f"sizes={SIZES}",
+    result = seed_gym_cli("eval", "--agent", "expert", "--env", "alfworld", "--split", "unseen", "--env-arg", f"sizes={SIZES}",
                           "--max-steps", "7", "--out", str(compared[0]))
     assert result.returncode == 2 and "max_steps" in result.stderr
 
 
 def test_a_killed_eval_resumes_with_every_episode_exactly_once(tmp_path):
-    args = ["eval", "--agent", "random", "--split", "unseen", "--env-arg", f"sizes={SIZES}", "--group", "2",
+    args = ["eval", "--agent", "random", "--env", "alfworld", "--split", "unseen", "--env-arg", f"sizes={SIZES}", "--group", "2",
             "--workers", "1", "--live-episodes", "1", "--out", str(tmp_path)]
     episodes = tmp_path / "random" / "episodes.jsonl"
     process = subprocess.Popen([sys.executable, "-m", "seed_gym.cli", *args], stdout=subprocess.DEVNULL,
@@ -93,7 +93,7 @@ def test_a_killed_eval_resumes_with_every_episode_exactly_once(tmp_path):
 
 
 def test_group_members_start_identically(tmp_path):
-    result = seed_gym_cli("eval", "--agent", "random", "--split", "unseen", "--env-arg", f"sizes={SIZES}",
+    result = seed_gym_cli("eval", "--agent", "random", "--env", "alfworld", "--split", "unseen", "--env-arg", f"sizes={SIZES}",
                           "-n", "2", "--group", "3", "--max-steps", "5", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr[-2000:]
     records = [json.loads(line) for line in (tmp_path / "random" / "episodes.jsonl").read_text().splitlines()]
