@@ -11,6 +11,9 @@ from typing import Optional
 
 import typer
 
+from seed_gym.serving import (DEFAULT_KEEP_ALIVE_S, DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT_S,
+                             KeepAliveOption, MaxConnectionsOption, ReadTimeoutOption)
+
 
 def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, serve_app: typer.Typer) -> None:
     from seed_gym.commands import console, library_progress, new_progress
@@ -55,6 +58,9 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         host: str = typer.Option("127.0.0.1", help="Bind address (loopback by default)."),
         port: int = typer.Option(8000, help="Port."),
         topk: int = typer.Option(3, help="Default top-k when a request has none."),
+        read_timeout: ReadTimeoutOption = DEFAULT_READ_TIMEOUT_S,
+        keep_alive: KeepAliveOption = DEFAULT_KEEP_ALIVE_S,
+        max_connections: MaxConnectionsOption = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         """Serve POST /retrieve (Search-R1's contract, plus the single-`query` form)."""
         from seed_gym.envs.searchqa.data import QAData, load_data
@@ -68,7 +74,8 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
             qa = load_data(data, seed=seed, entities=entities)
         retriever = load_retriever(index_path) if index_path else qa.retriever(backend)
         console.print(f"serving {len(qa.passages)} passages ({retriever.backend}) on http://{host}:{port}/retrieve")
-        serve(create_app(retriever, qa.passages, default_topk=topk), host=host, port=port)
+        serve(create_app(retriever, qa.passages, default_topk=topk), host=host, port=port,
+              read_timeout_s=read_timeout, keep_alive_s=keep_alive, max_connections=max_connections)
 
     @bench_app.command("retriever")
     def bench_retriever(

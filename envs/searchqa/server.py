@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from seed_gym.envs.searchqa.protocol import split_contents
-from seed_gym.serving import guard
+from seed_gym.serving import guard, run_server
 
 MAX_QUERIES = 1024
 MAX_QUERY_CHARS = 10_000
@@ -175,7 +175,6 @@ def create_app(retriever: Any, passages: Mapping[str, str], *, default_topk: int
     return guard(app, max_body_bytes=MAX_BODY_BYTES)
 
 
-def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> None:
-    import uvicorn
-
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning", **limits: Any) -> None:
+    """Run ``app`` (blocking) with the shared connection limits (:func:`seed_gym.serving.server_config`)."""
+    run_server(app, host, port, log_level=log_level, **limits)

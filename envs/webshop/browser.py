@@ -20,7 +20,6 @@ import shutil
 import socket
 import tempfile
 import threading
-import time
 import uuid
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -47,20 +46,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(app: Any, port: int | None = None) -> tuple[Any, str]:
-    """Run ``app`` with uvicorn in a daemon thread on 127.0.0.1; returns (server, base URL)."""
-    import uvicorn
+def start_server(app: Any, port: int | None = None, **limits: Any) -> tuple[Any, str]:
+    """Run ``app`` with uvicorn in a daemon thread on 127.0.0.1 (the shared connection limits of
+    :func:`seed_gym.serving.server_config`); returns (server, base URL)."""
+    from seed_gym.serving import serve_in_thread
 
-    port = port or free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True, name=f"webshop-{port}")
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the WebShop server did not start")
-        time.sleep(0.02)
-    return server, f"http://127.0.0.1:{port}"
+    return serve_in_thread(app, port=port or 0, **limits)
 
 
 def shared_server(shop: Any) -> tuple[Any, str]:
@@ -110,8 +101,13 @@ class WebShopBrowserEnv(WebShopBase):
         return shared_server(self.shop)[1]
 
     @property
-    def session(self) -> Any:
+    def visit(self) -> Any:
+        """The server's record of this env's session (:class:`~seed_gym.envs.webshop.server.Visit`)."""
         return shared_server(self.shop)[0].state.sessions[self.sid]
+
+    @property
+    def session(self) -> Any:
+        return self.visit.session
 
     def _nodes(self) -> list[Node]:
         return [Node(t, c, bool(k), kind) for t, c, k, kind in self.driver.execute_script(_READ_NODES)]
@@ -163,10 +159,8 @@ class WebShopBrowserEnv(WebShopBase):
             self.driver.execute_script("arguments[0].value = arguments[1];", boxes[0], keywords)
             self._click_and_wait(self.driver.find_element("css selector", "button[data-click='search']"))
         else:
-            from seed_gym.envs.webshop.server import keyword_part
-
             self.driver.get(f"{self.base_url}/search_results/{quote(self.sid)}/"
-                            f"{keyword_part(keywords.strip() or ' ')}/1")
+                            f"{self.visit.keyword_part(keywords.strip())}/1")
 
     def _step(self, action: str) -> StepOutcome:
         parsed = parse_action(action)

@@ -8,6 +8,9 @@ from typing import Optional
 
 import typer
 
+from seed_gym.serving import (DEFAULT_KEEP_ALIVE_S, DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT_S,
+                             KeepAliveOption, MaxConnectionsOption, ReadTimeoutOption)
+
 
 def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, serve_app: typer.Typer) -> None:
     from seed_gym.commands import console
@@ -45,14 +48,19 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         seed: int = typer.Option(0, help="SynShop seed."),
         goals: str = typer.Option("synthetic", help="synthetic or human."),
         state_api: bool = typer.Option(False, help="Also serve GET /api/<sid>/state (session JSON with the goal: the answer key)."),
+        max_sessions: int = typer.Option(10_000, min=1, help="Sessions held in memory in all."),
+        max_sessions_per_client: int = typer.Option(1000, min=1, help="Sessions held per remote address."),
+        read_timeout: ReadTimeoutOption = DEFAULT_READ_TIMEOUT_S,
+        keep_alive: KeepAliveOption = DEFAULT_KEEP_ALIVE_S,
+        max_connections: MaxConnectionsOption = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         """Serve the WebShop pages (search, results, item, sub-pages, done) with a session per episode."""
-        import uvicorn
-
         from seed_gym.envs.webshop.server import create_app
+        from seed_gym.serving import run_server
 
-        uvicorn.run(create_app(data=data, num_products=products, seed=seed, goals=goals, state_api=state_api), host=host, port=port,
-                    log_level="warning")
+        app = create_app(data=data, num_products=products, seed=seed, goals=goals, state_api=state_api,
+                         max_sessions=max_sessions, max_sessions_per_client=max_sessions_per_client)
+        run_server(app, host, port, read_timeout_s=read_timeout, keep_alive_s=keep_alive, max_connections=max_connections)
 
     @bench_app.command("webshop")
     def bench_webshop(

@@ -5,7 +5,9 @@ title, price, rating, sub-page links, buy), ``sub`` (description / features / re
 ``done`` (the reward). Actions follow upstream's grammar ``(.+)\\[(.+)\\]`` with the argument
 lower-cased:
 
-* ``search[kw]`` is accepted on any page (the keywords are the argument split on spaces);
+* ``search[kw]`` is accepted on any page (the keywords are the argument split on spaces, empty
+  words dropped, and cut after ``MAX_QUERY_CHARS`` characters: upstream has no cap, but its Lucene
+  index refuses queries of over 1,024 terms, and the cap bounds what a session holds);
 * ``click[x]`` is valid iff x is a current clickable other than ``search``;
 * anything else is a no-op (``apply`` returns False and nothing changes);
 * ``next >`` / ``< prev`` move +-1 results page, unbounded (pages past 5 are empty); ``< prev`` on
@@ -27,6 +29,7 @@ from seed_gym.envs.webshop.reward import get_reward
 
 PER_PAGE = 10
 SUB_PAGES = ("description", "features", "reviews")
+MAX_QUERY_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,15 @@ def parse_action(action: str) -> tuple[str, str] | None:
     if bracket < 1:
         return None
     return text[:bracket].strip().lower(), text[bracket + 1:-1].lower()
+
+
+def query_words(words: list[str]) -> list[str]:
+    """The words a search uses: empty ones dropped, then cut to ``MAX_QUERY_CHARS`` characters
+    (counted with one space between words); ``[""]`` when nothing is left."""
+    words = [w for w in words if w]
+    if sum(map(len, words)) + len(words) - 1 > MAX_QUERY_CHARS:
+        words = [w for w in " ".join(words)[:MAX_QUERY_CHARS].split(" ") if w]
+    return words or [""]
 
 
 def price_text(product: dict[str, Any]) -> str:
@@ -120,7 +132,7 @@ class Session:
 
     # -- transitions -----------------------------------------------------------------------
     def search(self, keywords: list[str]) -> None:
-        self.keywords = [k for k in keywords if k] or [""]
+        self.keywords = query_words(keywords)
         self.results = self.shop.search(self.keywords)
         self.page, self.page_num, self.asin, self.sub_page = "results", 1, None, None
         self.options = {}

@@ -15,8 +15,14 @@ any other id draws a goal by weight, seeded by the id):
   for harnesses that score through it; otherwise 404.
 
 Every page is rendered from :meth:`Session.nodes`, so the strings a browser shows are the text
-env's; Jinja2 autoescaping escapes whatever users type (HTML/JS is shown, never run). Sessions live
-in memory, at most ``max_sessions`` (oldest dropped first).
+env's; Jinja2 autoescaping escapes whatever users type (HTML/JS is shown, never run).
+
+State is per session and bounded: a query is cut to ``MAX_QUERY_CHARS`` (as in the text env); one
+over ``MAX_URL_KEYWORDS`` travels in URLs as a ``~k<crc><length>`` token that only its own session
+resolves, from its last ``LONG_QUERIES_PER_SESSION`` such queries. Sessions live in memory
+(:class:`SessionTable`): at most ``max_sessions_per_client`` per remote address (its least recently
+used goes first) and ``max_sessions`` in all, where a full table evicts from the client holding the
+most, so one client's flood of sessions evicts only its own.
 """
 
 from __future__ import annotations
@@ -27,37 +33,102 @@ import threading
 import uuid
 import zlib
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from seed_gym.envs.webshop.pages import SUB_PAGES, Session
+from starlette.requests import Request  # module level: FastAPI resolves route annotations here
+
+from seed_gym.envs.webshop.pages import SUB_PAGES, Session, query_words
 from seed_gym.envs.webshop.shop import Shop, get_shop
 from seed_gym.serving import guard
 
 TEMPLATES = Path(__file__).with_name("templates")
 MAX_BODY_BYTES = 2**20
-#: Keywords longer than this travel in URLs as ``~k<crc>`` and are kept server-side (URLs stay short).
-MAX_URL_KEYWORDS = 1000
-_LONG_KEYWORDS: dict[str, str] = {}
-_LONG_LOCK = threading.Lock()
+#: Keywords longer than this travel in URLs as a token the session resolves: a page's URLs stay a
+#: few hundred bytes even for a capped query of multi-byte characters (quoted 9-12 bytes each).
+MAX_URL_KEYWORDS = 200
+LONG_QUERIES_PER_SESSION = 8
+MAX_SESSIONS_PER_CLIENT = 1000
 
 
-def keyword_part(keywords: str) -> str:
-    """The URL segment for keywords: quoted, or a token for over-long ones."""
-    if len(keywords) <= MAX_URL_KEYWORDS:
-        return _q(keywords)
-    token = f"~k{zlib.crc32(keywords.encode()):08x}{len(keywords):x}"
-    with _LONG_LOCK:
-        if len(_LONG_KEYWORDS) > 1000:
-            _LONG_KEYWORDS.clear()
-        _LONG_KEYWORDS[token] = keywords
-    return token
+@dataclass
+class Visit:
+    """One session as the server holds it: the episode, the client that opened it, and the long
+    queries its URLs name (the most recent ``LONG_QUERIES_PER_SESSION``)."""
+
+    session: Session
+    client: str
+    long_queries: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def keyword_part(self, keywords: str) -> str:
+        """The URL segment for keywords (capped like a search): quoted, or a token for long ones."""
+        keywords = " ".join(query_words(keywords.split(" "))) or " "
+        if len(keywords) <= MAX_URL_KEYWORDS:
+            return _q(keywords)
+        token = f"~k{zlib.crc32(keywords.encode()):08x}{len(keywords):x}"
+        with self._lock:  # two requests of one session may render at once
+            self.long_queries[token] = keywords
+            self.long_queries.move_to_end(token)
+            while len(self.long_queries) > LONG_QUERIES_PER_SESSION:
+                self.long_queries.popitem(last=False)
+        return token
+
+    def keywords_of(self, part: str) -> str:
+        return self.long_queries.get(part, part)
 
 
-def keywords_of(part: str) -> str:
-    with _LONG_LOCK:
-        return _LONG_KEYWORDS.get(part, part)
+class SessionTable:
+    """Visits by session id, bounded per client and in all (module docstring). Not thread-safe:
+    the app holds its lock around every call."""
+
+    def __init__(self, max_sessions: int, max_per_client: int) -> None:
+        for name, value in (("max_sessions", max_sessions), ("max_sessions_per_client", max_per_client)):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        self.max_sessions, self.max_per_client = max_sessions, max_per_client
+        self._visits: dict[str, Visit] = {}
+        self._by_client: dict[str, OrderedDict[str, None]] = {}  # least recently used first
+
+    def __len__(self) -> int:
+        return len(self._visits)
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._visits
+
+    def __getitem__(self, sid: str) -> Visit:
+        return self._visits[sid]
+
+    def get(self, sid: str) -> Visit | None:
+        """The visit (now the most recently used of its client's), or None."""
+        visit = self._visits.get(sid)
+        if visit is not None:
+            self._by_client[visit.client].move_to_end(sid)
+        return visit
+
+    def put(self, sid: str, visit: Visit) -> None:
+        old = self._visits.get(sid)
+        if old is not None:
+            visit.client = old.client  # a session stays counted against the client that opened it
+        else:
+            own = self._by_client.setdefault(visit.client, OrderedDict())
+            if len(own) >= self.max_per_client:
+                self._drop(visit.client)
+            elif len(self._visits) >= self.max_sessions:
+                self._drop(max(self._by_client, key=lambda c: len(self._by_client[c])))
+        self._visits[sid] = visit
+        self._by_client.setdefault(visit.client, OrderedDict())[sid] = None
+        self._by_client[visit.client].move_to_end(sid)
+
+    def _drop(self, client: str) -> None:
+        """Forget ``client``'s least recently used session."""
+        own = self._by_client[client]
+        sid, _ = own.popitem(last=False)
+        del self._visits[sid]
+        if not own:
+            del self._by_client[client]
 
 
 def goal_for(shop: Shop, sid: str) -> dict[str, Any]:
@@ -88,9 +159,10 @@ def _parse_options(raw: str) -> dict[str, str]:
     return {str(k): v for k, v in value.items() if isinstance(v, str)}
 
 
-def hrefs(session: Session, sid: str) -> dict[str, str]:
+def hrefs(visit: Visit, sid: str) -> dict[str, str]:
     """The URL each current clickable leads to."""
-    kw = keyword_part(" ".join(session.keywords) or " ")
+    session = visit.session
+    kw = visit.keyword_part(" ".join(session.keywords))
     base = {"back to search": f"/{_q(sid)}"}
     if session.page == "results":
         base["next >"] = f"/search_results/{_q(sid)}/{kw}/{session.page_num + 1}"
@@ -112,44 +184,46 @@ def hrefs(session: Session, sid: str) -> dict[str, str]:
 
 
 def create_app(*, data: str | None = None, num_products: int = 1000, seed: int = 0, goals: str = "synthetic",
-               max_sessions: int = 10_000, shop: Shop | None = None, state_api: bool = False) -> Any:
-    from fastapi import FastAPI, Form, HTTPException, Request
+               max_sessions: int = 10_000, max_sessions_per_client: int = MAX_SESSIONS_PER_CLIENT,
+               shop: Shop | None = None, state_api: bool = False) -> Any:
+    from fastapi import FastAPI, Form, HTTPException
     from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     shop = shop or get_shop(data, num_products=num_products, seed=seed, goals=goals)
     jinja = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]))
     template = jinja.get_template("page.html")
-    sessions: OrderedDict[str, Session] = OrderedDict()
+    sessions = SessionTable(max_sessions, max_sessions_per_client)
     lock = threading.Lock()
     app = FastAPI(title="WebShop", docs_url=None, redoc_url=None)
     app.state.shop = shop
     app.state.sessions = sessions
 
-    def session_for(sid: str, *, restart: bool = False) -> Session:
+    def visit_for(sid: str, request: Request, *, restart: bool = False) -> Visit:
         with lock:
-            session = sessions.get(sid)
-            if session is None or restart:
+            visit = sessions.get(sid)
+            if visit is None or restart:
                 try:
                     goal = goal_for(shop, sid)
                 except KeyError as error:
                     raise HTTPException(404, str(error)) from None
-                visited = session.visited if session is not None and not restart else set()
-                session = Session(shop, goal, visited=visited)
-                sessions[sid] = session
-            sessions.move_to_end(sid)
-            while len(sessions) > max_sessions:
-                sessions.popitem(last=False)
-            return session
+                visited = visit.session.visited if visit is not None and not restart else set()
+                long_queries = visit.long_queries if visit is not None else OrderedDict()
+                visit = Visit(Session(shop, goal, visited=visited), request.client.host if request.client else "?",
+                              long_queries)
+                sessions.put(sid, visit)
+            return visit
 
-    def page(session: Session, sid: str) -> HTMLResponse:
-        html = template.render(nodes=session.nodes(), hrefs=hrefs(session, sid), page=session.page,
+    def page(visit: Visit, sid: str) -> HTMLResponse:
+        session = visit.session
+        html = template.render(nodes=session.nodes(), hrefs=hrefs(visit, sid), page=session.page,
                                done=session.done, reward=session.reward, keywords=" ".join(session.keywords),
                                search_url=f"/{_q(sid)}")
         return HTMLResponse(html)
 
-    def to_results(session: Session, keywords: str, page_num: int) -> None:
-        words = keywords_of(keywords).lower().split(" ")
+    def to_results(visit: Visit, keywords: str, page_num: int) -> None:
+        session = visit.session
+        words = query_words(visit.keywords_of(keywords).lower().split(" "))
         if session.page == "start" or session.keywords != words or session.done:
             if session.done:
                 session.done, session.reward, session.reward_info = False, 0.0, None
@@ -157,10 +231,11 @@ def create_app(*, data: str | None = None, num_products: int = 1000, seed: int =
         session.page, session.asin, session.sub_page, session.options = "results", None, None, {}
         session.page_num = page_num
 
-    def to_item(session: Session, asin: str, keywords: str, page_num: int, options: str) -> None:
+    def to_item(visit: Visit, asin: str, keywords: str, page_num: int, options: str) -> None:
         if asin not in shop.products:
             raise HTTPException(404, "unknown product")
-        to_results(session, keywords, page_num)
+        to_results(visit, keywords, page_num)
+        session = visit.session
         session.page, session.asin = "item", asin
         groups = session.option_groups()
         session.options = {g: v for g, v in _parse_options(options).items() if groups.get(v) == g}
@@ -171,62 +246,64 @@ def create_app(*, data: str | None = None, num_products: int = 1000, seed: int =
         return RedirectResponse(f"/{uuid.uuid4().hex}", status_code=303)
 
     @app.get("/api/{sid}/state")
-    def state(sid: str) -> Any:
+    def state(sid: str, request: Request) -> Any:
         if not state_api:
             raise HTTPException(404, "the state API is off (it reveals the goal); serve with --state-api")
-        s = session_for(sid)
+        s = visit_for(sid, request).session
         return JSONResponse({"page": s.page, "done": s.done, "reward": s.reward, "asin": s.asin,
                              "options": s.options, "clickables": s.clickables(), "goal": s.goal["instruction_text"],
                              "reward_info": s.reward_info})
 
     @app.get("/{sid}", response_class=HTMLResponse)
-    def index(sid: str) -> Any:
+    def index(sid: str, request: Request) -> Any:
         """The search page: a new episode for a new or finished session, else "back to search"."""
-        session = session_for(sid)
-        if session.done:
-            session = session_for(sid, restart=True)
+        visit = visit_for(sid, request)
+        if visit.session.done:
+            visit = visit_for(sid, request, restart=True)
+        session = visit.session
         session.page, session.asin, session.sub_page, session.options = "start", None, None, {}
-        return page(session, sid)
+        return page(visit, sid)
 
     @app.post("/{sid}")
-    def search(sid: str, search_query: str = Form("")) -> Any:
-        session_for(sid)
-        keywords = search_query.lower().strip() or " "
-        return RedirectResponse(f"/search_results/{_q(sid)}/{keyword_part(keywords)}/1", status_code=303)
+    def search(sid: str, request: Request, search_query: str = Form("")) -> Any:
+        visit = visit_for(sid, request)
+        keywords = search_query.lower().strip()
+        return RedirectResponse(f"/search_results/{_q(sid)}/{visit.keyword_part(keywords)}/1", status_code=303)
 
     @app.get("/search_results/{sid}/{keywords:path}/{page_num}", response_class=HTMLResponse)
-    def results(sid: str, keywords: str, page_num: int) -> Any:
-        session = session_for(sid)
-        to_results(session, keywords, page_num)
-        return page(session, sid)
+    def results(sid: str, keywords: str, page_num: int, request: Request) -> Any:
+        visit = visit_for(sid, request)
+        to_results(visit, keywords, page_num)
+        return page(visit, sid)
 
     @app.get("/item_page/{sid}/{asin}/{keywords:path}/{page_num}/{options}", response_class=HTMLResponse)
-    def item(sid: str, asin: str, keywords: str, page_num: int, options: str) -> Any:
-        session = session_for(sid)
-        to_item(session, asin, keywords, page_num, options)
-        return page(session, sid)
+    def item(sid: str, asin: str, keywords: str, page_num: int, options: str, request: Request) -> Any:
+        visit = visit_for(sid, request)
+        to_item(visit, asin, keywords, page_num, options)
+        return page(visit, sid)
 
     @app.get("/item_sub_page/{sid}/{asin}/{keywords:path}/{page_num}/{sub_page}/{options}", response_class=HTMLResponse)
-    def sub(sid: str, asin: str, keywords: str, page_num: int, sub_page: str, options: str) -> Any:
+    def sub(sid: str, asin: str, keywords: str, page_num: int, sub_page: str, options: str, request: Request) -> Any:
         if sub_page not in SUB_PAGES:
             raise HTTPException(404, "unknown sub-page")
-        session = session_for(sid)
-        to_item(session, asin, keywords, page_num, options)
-        session.page, session.sub_page = "sub", sub_page
-        return page(session, sid)
+        visit = visit_for(sid, request)
+        to_item(visit, asin, keywords, page_num, options)
+        visit.session.page, visit.session.sub_page = "sub", sub_page
+        return page(visit, sid)
 
     @app.get("/done/{sid}/{asin}/{options}", response_class=HTMLResponse)
-    def done(sid: str, asin: str, options: str) -> Any:
-        session = session_for(sid)
+    def done(sid: str, asin: str, options: str, request: Request) -> Any:
+        visit = visit_for(sid, request)
+        session = visit.session
         if session.done:
-            return page(session, sid)
+            return page(visit, sid)
         if asin not in shop.products:
             raise HTTPException(404, "unknown product")
         session.asin = asin
         groups = session.option_groups()
         session.options = {g: v for g, v in _parse_options(options).items() if groups.get(v) == g}
         session.buy()
-        return page(session, sid)
+        return page(visit, sid)
 
     # A search form is a few hundred bytes; a megabyte bounds what one request can make us hold.
     return guard(app, max_body_bytes=MAX_BODY_BYTES)
