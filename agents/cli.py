@@ -10,6 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from seed_gym.serving import (DEFAULT_KEEP_ALIVE_S, DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT_S,
+                             KeepAliveOption, MaxConnectionsOption, ReadTimeoutOption)
+
 console = Console()
 
 
@@ -44,6 +47,9 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         batch_size: int = typer.Option(32, help="Most prompts per generate call."),
         batch_window_ms: float = typer.Option(5.0, help="How long to gather concurrent requests into one batch."),
         max_tokens_limit: int = typer.Option(4096, help="Largest max_tokens a request may ask for."),
+        read_timeout: ReadTimeoutOption = DEFAULT_READ_TIMEOUT_S,
+        keep_alive: KeepAliveOption = DEFAULT_KEEP_ALIVE_S,
+        max_connections: MaxConnectionsOption = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         """Serve a checkpoint as an OpenAI-compatible /v1/chat/completions and /v1/completions API."""
         from seed_gym.agents.backends.hf import HFBackend
@@ -54,7 +60,8 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         console.print(f"serving {model} as {model_name!r} on http://{host}:{port}/v1")
         app = create_app(backend, model_name=model_name, max_tokens_limit=max_tokens_limit,
                          batch_window_s=batch_window_ms / 1000, max_batch=batch_size)
-        serve(app, host=host, port=port)
+        serve(app, host=host, port=port, read_timeout_s=read_timeout, keep_alive_s=keep_alive,
+              max_connections=max_connections)
 
     @bench_app.command("agent")
     def bench_agent(

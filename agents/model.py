@@ -37,11 +37,12 @@ import random
 import time
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 from seed_gym.agent import Agent, AgentAction, AgentSpec, AgentSpecError
-from seed_gym.agents.backends import Backend, BackendError, Generation, SamplingParams, make_backend, require_target
+from seed_gym.agents.backends import (BACKEND_OPTIONS, Backend, BackendError, Generation, SamplingParams, make_backend,
+                                      require_target)
 from seed_gym.agents.backends.base import ChoiceScorer, continued_turn
 from seed_gym.agents.choice import RANK_RULES, choose
 from seed_gym.agents.parsing import ParsedResponse, get_parser, response_for
@@ -115,6 +116,11 @@ class ModelAgent(Agent):
     """A language model acting through a prompt template, a backend and a parser."""
 
     backend_kind = "hf"
+
+    @classmethod
+    def known_options(cls) -> tuple[str, ...]:
+        """The agent options (:class:`AgentOptions`) and the options of its backend kind."""
+        return tuple(sorted({f.name for f in fields(AgentOptions)} | set(BACKEND_OPTIONS.get(cls.backend_kind, {}))))
 
     def __init__(self, spec: AgentSpec | None = None, seed: int = 0, *, backend: Backend | None = None,
                  env_id: str | None = None) -> None:

@@ -7,7 +7,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
-from seed_gym.agent import Agent, AgentAction
+from seed_gym.agent import Agent, AgentAction, AgentSpecError
 
 
 def episode_rng(seed: int, episode_id: str) -> random.Random:
@@ -22,9 +22,18 @@ class RandomAgent(Agent):
     invalid-action path.
     """
 
+    spec_options = ("invalid",)
+
     def __init__(self, spec: Any = None, seed: int = 0) -> None:
         super().__init__(spec, seed)
-        self.invalid_prob = float(self.spec.options.get("invalid", 0.0))
+        text = self.spec.options.get("invalid", "0")
+        try:
+            self.invalid_prob = float(text)
+            in_range = 0.0 <= self.invalid_prob <= 1.0
+        except ValueError:
+            in_range = False
+        if not in_range:
+            raise AgentSpecError(f"random agent option invalid={text!r} must be a probability in [0, 1]")
         self._rngs: dict[str, random.Random] = {}
 
     def reset(self, episode_ids: Sequence[str], observations: Sequence[str],

@@ -13,10 +13,18 @@ Rules:
 
 * Sampling fields: ``max_tokens`` (1..``max_tokens_limit``, default 256; chat also accepts
   ``max_completion_tokens``), ``temperature`` (0..2, default 1; 0 is greedy), ``top_p`` (0 < p <= 1),
-  ``top_k`` (0 or -1 = off), ``stop`` (a string or up to 16 strings), ``seed`` (default 0, so a
-  request without one is still reproducible), ``logprobs`` (chat: bool, ``top_logprobs`` must be 0;
-  completions: 0 or 1; only the sampled tokens' log-probs exist). ``n`` must be 1 and ``stream``
-  false. Unknown fields are ignored, as OpenAI clients send many.
+  ``top_k`` (0 or -1 = off), ``stop`` (a string or up to 16 strings), ``seed`` (makes a request
+  repeatable; without one each sampled request draws a fresh seed, so requests sample
+  independently), ``n`` (1..16 choices, each an independent sample: choice ``j`` of prompt ``i``
+  is row ``k = i * n + j`` and samples from ``(seed, k)``), ``logprobs`` (chat: bool,
+  ``top_logprobs`` must be 0; completions: 0 or 1; only the sampled tokens' log-probs exist).
+  ``stream`` must be false. Fields this server cannot honour (:data:`UNSUPPORTED_FIELDS`: tools,
+  ``response_format``, ``echo``, non-zero penalties, ``logit_bias``, ...) are a 400 naming the field
+  unless their value means "unused"; other unknown fields are ignored, as OpenAI clients send many.
+* Caps: a body over ``max_body_bytes`` is a 413; at most 256 generations (prompts x ``n``) and
+  1,000,000 characters of prompt text per request; a prompt that does not fit in the model's
+  context beside ``max_tokens`` is a 400 with code ``context_length_exceeded`` (as OpenAI's), never
+  cut (backends that generate in steps check this; others keep their own rule).
 * ``model`` may be omitted; when given it must equal the served name, else 404 (as OpenAI does).
 * Bad input is a 400 in OpenAI's error shape ``{"error": {"message", "type", "param", "code"}}``
   naming the field; a generation failure is a 500 in the same shape.
@@ -25,13 +33,18 @@ Rules:
   ``null`` when EOS ended the text). With ``logprobs`` the choice also carries ``token_ids`` (vLLM's
   extension), so :class:`~seed_gym.agents.backends.openai.OpenAIBackend` gets back everything the
   backend produced.
-* Batching: requests are queued; the worker waits ``batch_window_s`` after the first arrival (or
-  until ``max_batch`` prompts are waiting), groups the prompts by identical sampling parameters and
-  calls ``backend.generate`` once per group, in a worker thread, one call at a time (backends are
-  not thread-safe). Requests arriving during a call wait for the next round and are batched then.
-  Greedy text does not depend on the batch (up to floating-point ties), nor does sampled text:
-  each prompt samples from its own stream, seeded by its request's ``seed`` (prompt ``i`` of a
-  completions list by ``(seed, i)``), which the batch carries as ``SamplingParams.row_seeds``.
+* Batching: each prompt (times ``n``) is a row in one queue. After an idle spell the worker
+  waits ``batch_window_s`` (or until ``max_batch`` rows are waiting), then serves rows in rounds:
+  up to ``max_batch`` rows from the front, grouped by sampling parameters (seeds and lengths aside),
+  one ``advance`` call per group in a worker thread, one call at a time (backends are not
+  thread-safe), each adding at most ``chunk_tokens`` tokens per row; unfinished rows go to the back.
+  So no request waits behind a long one: with ``N`` rows in flight a request needing at most
+  ``chunk_tokens`` tokens is answered within ``ceil(N / max_batch)`` rounds (:class:`Batcher`).
+  This needs a :class:`~seed_gym.agents.backends.base.Resumable` backend (``hf``); any other
+  backend makes each row in one ``generate`` call. A client that disconnects abandons its rows:
+  they are dropped before the next round. Greedy text does not depend on the batch or the steps
+  (up to floating-point ties), nor does sampled text: each row samples from its own stream,
+  seeded by its request's ``seed`` and its row index, carried as ``SamplingParams.row_seeds``.
 * Chat also takes vLLM's ``continue_final_message: true`` with ``add_generation_prompt: false``:
   the last (assistant) message is continued instead of a new assistant turn being opened.
 """
@@ -39,6 +52,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 import uuid
 from collections import deque
@@ -47,15 +61,20 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+from starlette.requests import Request  # module level: FastAPI resolves handler annotations here
 
-from seed_gym.agents.backends.base import Backend, Generation, Prompt, SamplingParams
+from seed_gym.agents.backends.base import (
+    Backend, ContextLengthError, Generation, Prompt, Resumable, SamplingParams)
 
 DEFAULT_MAX_TOKENS = 256
 MAX_STOPS = 16
-MAX_PROMPTS = 256
+MAX_PROMPTS = 256        # generations per request: prompts x n
+MAX_CHOICES = 16         # n
 MAX_MESSAGES = 1024
-MAX_TEXT_CHARS = 1_000_000
+MAX_TEXT_CHARS = 1_000_000  # characters of prompt text per request
+MAX_BODY_BYTES = 8 * 2**20  # a body this large holds the largest legal request (JSON escapes included)
 
 GenerateFn = Callable[[Sequence[Prompt], SamplingParams], list[Generation]]
 
@@ -63,7 +82,7 @@ GenerateFn = Callable[[Sequence[Prompt], SamplingParams], list[Generation]]
 # -- batching --------------------------------------------------------------------------------------
 @dataclass
 class BatchStats:
-    """What the batcher did: prompts served, ``generate`` calls, the largest call, failed calls."""
+    """What the batcher did: prompts served, ``generate``/``advance`` calls, the largest call, failed calls."""
 
     requests: int = 0
     batches: int = 0
@@ -72,22 +91,73 @@ class BatchStats:
 
 
 @dataclass
-class _Pending:
+class _Row:
+    """One prompt of a request: queued, then in progress (``state``), then answered (``outcome``)."""
+
     params: SamplingParams
     prompt: Prompt
+    seed: int
     future: asyncio.Future
+    state: Any = None
+    outcome: Generation | BaseException | None = None
+
+
+@dataclass
+class _WholeRow:
+    prompt: Prompt
+    seed: int
+    max_new_tokens: int
+    finish_reason: str | None = None
+    generation: Generation | None = None
+
+
+class WholeCalls:
+    """:class:`Resumable` steps over a plain ``generate`` function (a backend that cannot generate
+    in steps): a row's first step makes all of its tokens, in one call per ``max_new_tokens``."""
+
+    def __init__(self, generate: GenerateFn) -> None:
+        self.generate = generate
+
+    def begin(self, prompt: Prompt, params: SamplingParams, seed: int) -> _WholeRow:
+        return _WholeRow(prompt, seed, params.max_new_tokens)
+
+    def advance(self, rows: Sequence[_WholeRow], params: SamplingParams, tokens: int) -> None:
+        by_length: dict[int, list[_WholeRow]] = {}
+        for row in rows:
+            if row.finish_reason is None:
+                by_length.setdefault(row.max_new_tokens, []).append(row)
+        for length, group in by_length.items():
+            call = replace(params, max_new_tokens=length, row_seeds=tuple(row.seed for row in group))
+            results = self.generate([row.prompt for row in group], call)
+            if len(results) != len(group):
+                raise RuntimeError(f"the backend returned {len(results)} generations for {len(group)} prompts")
+            for row, result in zip(group, results):
+                row.generation, row.finish_reason = result, result.finish_reason or "stop"
+
+    def conclude(self, rows: Sequence[_WholeRow], params: SamplingParams) -> list[Generation]:
+        return [row.generation for row in rows if row.generation is not None]
 
 
 @dataclass
 class Batcher:
-    """Collects prompts from concurrent requests and serves them in grouped ``generate`` calls
-    (module rules). Starts itself on the running loop at the first :meth:`submit`."""
+    """Serves prompts from concurrent requests in shared, bounded steps (module rules). ``source``
+    is a :class:`Resumable` backend or a plain ``generate`` function (then each row is made in one
+    step: no bound). Starts itself on the running loop at the first :meth:`submit`.
 
-    generate: GenerateFn
+    Fairness bound: the rows in flight (queued or in progress) are served round-robin, at most
+    ``max_batch`` per round; a round makes one ``advance`` call per group of equal sampling
+    parameters, adding at most ``chunk_tokens`` tokens to each row. With ``N`` rows in flight a row
+    waits at most ``ceil(N / max_batch) - 1`` rounds between its steps, and a request for at most
+    ``chunk_tokens`` tokens is answered within ``ceil(N / max_batch)`` rounds of its arrival,
+    whatever the ``max_tokens`` of the requests before it."""
+
+    source: Any
     window_s: float = 0.005
     max_batch: int = 32
+    chunk_tokens: int = 16
+    backend: Any = None  # whose tokenizer decodes token strings for logprobs
     stats: BatchStats = field(default_factory=BatchStats)
-    _pending: deque = field(default_factory=deque)
+    _queue: deque = field(default_factory=deque)
     _arrived: asyncio.Event | None = None
     _task: asyncio.Task | None = None
     _loop: asyncio.AbstractEventLoop | None = None
@@ -97,18 +167,33 @@ class Batcher:
             raise ValueError(f"batch window must be >= 0 seconds, got {self.window_s}")
         if self.max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {self.max_batch}")
+        if self.chunk_tokens < 1:
+            raise ValueError(f"chunk_tokens must be >= 1, got {self.chunk_tokens}")
+        self.steps = self.source if isinstance(self.source, Resumable) else WholeCalls(self.source)
 
-    async def submit(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[Generation]:
-        """Queue ``prompts`` and wait for their generations (in order)."""
+    @property
+    def in_flight(self) -> int:
+        """Rows queued or in progress (cancelled ones leave at the next round)."""
+        return len(self._queue)
+
+    async def submit(self, prompts: Sequence[Prompt], params: SamplingParams,
+                     seeds: Sequence[int] | None = None) -> list[Generation]:
+        """Queue ``prompts`` and wait for their generations (in order); prompt ``i`` samples from
+        ``seeds[i]`` (default ``params.seed_for(i)``). Cancelling the wait abandons the rows."""
         self._ensure_started()
         loop = asyncio.get_running_loop()
         # Each prompt keeps its own seed, so grouping it with other requests never changes its sample.
-        items = [_Pending(replace(params, row_seeds=(params.seed_for(i),)), prompt, loop.create_future())
-                 for i, prompt in enumerate(prompts)]
-        self._pending.extend(items)
+        rows = [_Row(params, prompt, seeds[i] if seeds else params.seed_for(i), loop.create_future())
+                for i, prompt in enumerate(prompts)]
+        self._queue.extend(rows)
         assert self._arrived is not None
         self._arrived.set()
-        return list(await asyncio.gather(*(item.future for item in items)))
+        try:
+            return list(await asyncio.gather(*(row.future for row in rows)))
+        except BaseException:  # a failed or abandoned request: its other rows need no more work
+            for row in rows:
+                row.future.cancel()
+            raise
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -118,66 +203,94 @@ class Batcher:
             except asyncio.CancelledError:
                 pass
             self._task = None
-        for item in self._pending:  # nobody will serve these any more
-            if not item.future.done():
-                item.future.set_exception(RuntimeError("the server is shutting down"))
-        self._pending.clear()
+        for row in self._queue:  # nobody will serve these any more
+            if not row.future.done():
+                row.future.set_exception(RuntimeError("the server is shutting down"))
+        self._queue.clear()
 
     def _ensure_started(self) -> None:
         loop = asyncio.get_running_loop()
         if self._task is not None and self._loop is loop and not self._task.done():
             return
         # first use, or a new event loop (a test client's): start over on this one
-        self._loop, self._arrived, self._pending = loop, asyncio.Event(), deque()
+        self._loop, self._arrived, self._queue = loop, asyncio.Event(), deque()
         self._task = loop.create_task(self._run())
 
     async def _run(self) -> None:
         assert self._arrived is not None
         loop = asyncio.get_running_loop()
         while True:
-            while not self._pending:
+            while not self._live():
                 self._arrived.clear()
                 await self._arrived.wait()
-            deadline = loop.time() + self.window_s
-            while len(self._pending) < self.max_batch and (left := deadline - loop.time()) > 0:
-                self._arrived.clear()
+            if all(row.state is None for row in self._queue):  # nothing in progress: let a batch gather
+                deadline = loop.time() + self.window_s
+                while len(self._queue) < self.max_batch and (left := deadline - loop.time()) > 0:
+                    self._arrived.clear()
+                    try:
+                        await asyncio.wait_for(self._arrived.wait(), left)
+                    except TimeoutError:
+                        break
+                if not self._live():
+                    continue
+            rows = [self._queue.popleft() for _ in range(min(self.max_batch, len(self._queue)))]
+            await asyncio.to_thread(self._step, rows)
+            for row in rows:
+                if row.future.done():
+                    continue  # abandoned meanwhile
+                if isinstance(row.outcome, BaseException):
+                    row.future.set_exception(row.outcome)
+                elif row.outcome is not None:
+                    row.future.set_result(row.outcome)
+                else:
+                    self._queue.append(row)  # unfinished: back of the line
+
+    def _live(self) -> bool:
+        """Whether rows are waiting, after dropping those whose requests were abandoned."""
+        if any(row.future.done() for row in self._queue):
+            self._queue = deque(row for row in self._queue if not row.future.done())
+        return bool(self._queue)
+
+    def _step(self, rows: list[_Row]) -> None:
+        """One round, in the worker thread (backends are not thread-safe, so all their calls,
+        tokenizing included, happen here, one round at a time)."""
+        for row in rows:
+            if row.state is None:
                 try:
-                    await asyncio.wait_for(self._arrived.wait(), left)
-                except TimeoutError:
-                    break
-            batch = [self._pending.popleft() for _ in range(min(self.max_batch, len(self._pending)))]
-            for params, group in _group_by_params(batch):
-                await self._serve(params, group)
-
-    async def _serve(self, params: SamplingParams, group: list[_Pending]) -> None:
-        group = [item for item in group if not item.future.done()]  # skip requests whose client left
-        if not group:
-            return
-        try:
-            results = await asyncio.to_thread(self.generate, [item.prompt for item in group], params)
-            if len(results) != len(group):
-                raise RuntimeError(f"the backend returned {len(results)} generations for {len(group)} prompts")
-        except Exception as error:  # every waiting request gets the error; the worker lives on
-            self.stats.errors += 1
-            for item in group:
-                if not item.future.done():
-                    item.future.set_exception(error)
-            return
-        self.stats.batches += 1
-        self.stats.requests += len(group)
-        self.stats.max_batch_seen = max(self.stats.max_batch_seen, len(group))
-        for item, result in zip(group, results):
-            if not item.future.done():
-                item.future.set_result(result)
+                    row.state = self.steps.begin(row.prompt, row.params, row.seed)
+                except Exception as error:  # this prompt only (one that does not fit)
+                    row.outcome = error
+        for params, group in _group_by_params([row for row in rows if row.outcome is None]):
+            try:
+                self.steps.advance([row.state for row in group], params, self.chunk_tokens)
+                done = [row for row in group if row.state.finish_reason is not None]
+                results = self.steps.conclude([row.state for row in done], params) if done else []
+                if len(results) != len(done):
+                    raise RuntimeError(f"the backend returned {len(results)} generations for {len(done)} prompts")
+            except Exception as error:  # every row of the call gets the error; the worker lives on
+                self.stats.errors += 1
+                for row in group:
+                    row.outcome = error
+                continue
+            self.stats.batches += 1
+            self.stats.requests += len(done)
+            self.stats.max_batch_seen = max(self.stats.max_batch_seen, len(group))
+            for row, result in zip(done, results):
+                if params.logprobs:
+                    count = len(result.logprobs or [])
+                    result.meta["token_strings"] = token_strings(self.backend, result.token_ids, count)
+                row.outcome = result
 
 
-def _group_by_params(batch: list[_Pending]) -> list[tuple[SamplingParams, list[_Pending]]]:
-    """Prompts whose sampling parameters differ at most in their seeds, in order of first arrival;
-    each group's parameters carry its prompts' own seeds as ``row_seeds``."""
-    groups: dict[SamplingParams, list[_Pending]] = {}
-    for item in batch:
-        groups.setdefault(replace(item.params, seed=0, row_seeds=()), []).append(item)
-    return [(replace(key, row_seeds=tuple(item.params.seed_for(0) for item in group)), group)
+def _group_by_params(rows: list[_Row]) -> list[tuple[SamplingParams, list[_Row]]]:
+    """Rows whose sampling parameters differ at most in their seeds and lengths (each row keeps
+    its own), in order of first arrival; each group's parameters carry its rows' seeds as
+    ``row_seeds`` and its longest ``max_new_tokens``."""
+    groups: dict[SamplingParams, list[_Row]] = {}
+    for row in rows:
+        groups.setdefault(replace(row.params, seed=0, row_seeds=(), max_new_tokens=1), []).append(row)
+    return [(replace(key, row_seeds=tuple(row.seed for row in group),
+                     max_new_tokens=max(row.params.max_new_tokens for row in group)), group)
             for key, group in groups.items()]
 
 
@@ -204,6 +317,23 @@ class ChatMessage(BaseModel):
         return "".join(part["text"] for part in value)
 
 
+def _off(*values: Any) -> Callable[[Any], bool]:
+    """A test that a field's value means "not used": None or one of ``values``."""
+    return lambda value: value is None or any(value == v for v in values)
+
+
+#: OpenAI fields this server cannot honour, each with a test that its value leaves it unused
+#: (clients send defaults such as ``echo: false``); any other value is a 400 naming the field.
+UNSUPPORTED_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "tools": _off([]), "tool_choice": _off("none"), "functions": _off([]), "function_call": _off("none"),
+    "parallel_tool_calls": _off(True, False), "response_format": _off({"type": "text"}), "echo": _off(False),
+    "suffix": _off(""), "best_of": _off(1), "presence_penalty": _off(0), "frequency_penalty": _off(0),
+    "logit_bias": _off({}), "stream_options": _off(), "audio": _off(), "modalities": _off(["text"]),
+    "prediction": _off(), "web_search_options": _off(), "guided_json": _off(), "guided_regex": _off(),
+    "guided_choice": _off(), "guided_grammar": _off(),
+}
+
+
 class _SamplingRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
     model: str | None = None
@@ -211,17 +341,20 @@ class _SamplingRequest(BaseModel):
     temperature: float = Field(1.0, ge=0, le=2)
     top_p: float = Field(1.0, gt=0, le=1)
     top_k: int = Field(0, ge=-1)
-    n: int = 1
+    n: int = Field(1, ge=1, le=MAX_CHOICES)
     stop: str | list[str] | None = None
     seed: int | None = Field(None, ge=0, le=2**63 - 1)
     stream: bool = False
 
-    @field_validator("n")
+    @model_validator(mode="before")
     @classmethod
-    def _one_choice(cls, value: int) -> int:
-        if value != 1:
-            raise ValueError(f"only n=1 is supported (got {value}); send one request per sample")
-        return value
+    def _supported(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, unused in UNSUPPORTED_FIELDS.items():
+                if name in data and not unused(data[name]):
+                    raise PydanticCustomError("unsupported", "this server does not support `{field}` (only plain "
+                                              "text sampling); leave it out", {"field": name})
+        return data
 
     @field_validator("stream")
     @classmethod
@@ -264,6 +397,10 @@ class ChatRequest(_SamplingRequest):
             raise ValueError(f"the messages exceed {MAX_TEXT_CHARS} characters")
         return value
 
+    @model_validator(mode="after")
+    def _rows(self) -> "ChatRequest":
+        return _check_rows(self, 1)
+
     @field_validator("top_logprobs")
     @classmethod
     def _no_alternatives(cls, value: int | None) -> int | None:
@@ -291,8 +428,8 @@ class CompletionRequest(_SamplingRequest):
             raise ValueError("give at least one prompt")
         if len(prompts) > MAX_PROMPTS:
             raise ValueError(f"at most {MAX_PROMPTS} prompts per request")
-        if any(len(p) > MAX_TEXT_CHARS for p in prompts):
-            raise ValueError(f"each prompt must be at most {MAX_TEXT_CHARS} characters")
+        if sum(len(p) for p in prompts) > MAX_TEXT_CHARS:
+            raise ValueError(f"the prompts exceed {MAX_TEXT_CHARS} characters in all")
         if any(not p for p in prompts):  # nothing to condition on (the model saw 0 tokens: a 500 before)
             raise ValueError("a prompt must not be empty")
         return value
@@ -303,6 +440,19 @@ class CompletionRequest(_SamplingRequest):
         if value is not None and value > 1:
             raise ValueError("logprobs must be 0 or 1: only the sampled tokens' log-probs are available")
         return value
+
+    @model_validator(mode="after")
+    def _rows(self) -> "CompletionRequest":
+        return _check_rows(self, 1 if isinstance(self.prompt, str) else len(self.prompt))
+
+
+def _check_rows(request: Any, prompts: int) -> Any:
+    """Prompts times choices is what a request costs: at most ``MAX_PROMPTS`` rows."""
+    if prompts * request.n > MAX_PROMPTS:
+        raise PydanticCustomError("too_many_rows", "{prompts} prompt(s) x n={n} choices is over {cap} "
+                                  "generations per request", {"prompts": prompts, "n": request.n, "cap": MAX_PROMPTS,
+                                                              "field": "n"})
+    return request
 
 
 # -- errors ----------------------------------------------------------------------------------------
@@ -328,6 +478,7 @@ def _validation_message(errors: Sequence[Any]) -> tuple[str, str | None]:
         loc = [str(p) for p in error.get("loc", ()) if p != "body"]
         # drop pydantic's union-branch names ("str", "list[str]") from the path
         loc = [p for p in loc if not (p in {"str", "int", "list[str]"} or p.startswith(("list[", "function-")))]
+        loc = loc or [str(f) for f in [(error.get("ctx") or {}).get("field")] if f]  # a whole-body check's field
         where = ".".join(loc)
         first = first or (loc[0] if loc else None)
         message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
@@ -364,20 +515,6 @@ def token_strings(backend: Backend, token_ids: Sequence[int] | None, count: int)
         except Exception:  # an odd tokenizer must not fail the request
             pass
     return [f"token_id:{t}" for t in token_ids]
-
-
-def generate_with_tokens(backend: Backend) -> GenerateFn:
-    """``backend.generate`` that also stores each generation's token strings in
-    ``meta["token_strings"]`` when log-probs were asked for. Decoding happens here, in the worker
-    thread, because a tokenizer may not be used while another thread runs ``generate``."""
-    def generate(prompts: Sequence[Prompt], params: SamplingParams) -> list[Generation]:
-        generations = backend.generate(prompts, params)
-        if params.logprobs:
-            for generation in generations:
-                count = len(generation.logprobs or [])
-                generation.meta["token_strings"] = token_strings(backend, generation.token_ids, count)
-        return generations
-    return generate
 
 
 def _tokens(generation: Generation) -> list[str]:
@@ -418,13 +555,22 @@ def _choice(index: int, generation: Generation, stop: Sequence[str], logprobs: d
     return choice
 
 
-def _usage(generations: Sequence[Generation]) -> dict[str, int]:
-    prompt = sum(g.prompt_tokens for g in generations)
+def _usage(generations: Sequence[Generation], n: int = 1) -> dict[str, int]:
+    """As OpenAI counts: each prompt once, however many choices it has (rows are prompt-major)."""
+    prompt = sum(g.prompt_tokens for g in generations[::n])
     completion = sum(g.completion_tokens for g in generations)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 # -- the app ---------------------------------------------------------------------------------------
+def _seed(request: _SamplingRequest) -> int:
+    """The request's seed; without one a fresh seed, so each request samples independently
+    (greedy decoding draws nothing: 0 keeps its parameters the same for every request)."""
+    if request.seed is not None:
+        return request.seed
+    return 0 if request.temperature == 0 else secrets.randbits(63)
+
+
 def sampling_params(request: _SamplingRequest, max_tokens: int | None, logprobs: bool,
                     max_tokens_limit: int) -> SamplingParams:
     """The backend's parameters for a validated request (module rules); :class:`APIError` if out of range."""
@@ -434,23 +580,28 @@ def sampling_params(request: _SamplingRequest, max_tokens: int | None, logprobs:
     try:
         return SamplingParams(max_new_tokens=wanted, temperature=request.temperature, top_p=request.top_p,
                               top_k=max(0, request.top_k), stop=tuple(request.stop or ()),
-                              seed=request.seed if request.seed is not None else 0, logprobs=logprobs)
+                              seed=_seed(request),
+                              logprobs=logprobs)
     except ValueError as error:
         raise APIError(400, str(error)) from None
 
 
 def create_app(backend: Backend, *, model_name: str, max_tokens_limit: int = 4096,
-               batch_window_s: float = 0.005, max_batch: int = 32) -> Any:
+               batch_window_s: float = 0.005, max_batch: int = 32, chunk_tokens: int = 16,
+               max_body_bytes: int = MAX_BODY_BYTES, disconnect_poll_s: float = 0.25) -> Any:
     """The FastAPI app serving ``backend`` as ``model_name`` (module rules).
 
     ``app.state.batcher.stats`` counts the ``generate`` calls and their sizes (also on ``/health``)."""
-    from fastapi import FastAPI, Request
+    from fastapi import FastAPI
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
 
+    from seed_gym.serving import BodyLimit
+
     if max_tokens_limit < 1:
         raise ValueError(f"max_tokens_limit must be >= 1, got {max_tokens_limit}")
-    batcher = Batcher(generate_with_tokens(backend), window_s=batch_window_s, max_batch=max_batch)
+    batcher = Batcher(backend if isinstance(backend, Resumable) else backend.generate, window_s=batch_window_s,
+                      max_batch=max_batch, chunk_tokens=chunk_tokens, backend=backend)
     created = int(time.time())
 
     @asynccontextmanager
@@ -459,6 +610,7 @@ def create_app(backend: Backend, *, model_name: str, max_tokens_limit: int = 409
         await batcher.stop()
 
     app = FastAPI(title="seed-gym policy server", lifespan=lifespan)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.state.batcher = batcher
     app.state.backend = backend
 
@@ -479,11 +631,26 @@ def create_app(backend: Backend, *, model_name: str, max_tokens_limit: int = 409
             raise APIError(404, f"The model `{requested}` does not exist; this server serves `{model_name}`.",
                            param="model", code="model_not_found")
 
-    async def run(prompts: list[Prompt], params: SamplingParams) -> list[Generation]:
+    async def run(http: Request, prompts: list[Prompt], params: SamplingParams, n: int,
+                  param: str) -> list[Generation]:
+        """Each prompt's ``n`` samples (prompt-major; row ``k`` samples from ``params.seed_for(k)``).
+        A client that hangs up abandons its rows: uvicorn does not cancel the handler, so the
+        connection is polled while the rows wait."""
+        job = asyncio.ensure_future(batcher.submit([p for p in prompts for _ in range(n)], params))
         try:
-            return await batcher.submit(prompts, params)
+            while not (await asyncio.wait({job}, timeout=disconnect_poll_s))[0]:
+                if await http.is_disconnected():
+                    job.cancel()
+                    raise APIError(499, "the client closed the connection", kind="client_closed_request")
+            return job.result()
+        except ContextLengthError as error:
+            raise APIError(400, str(error), param=param, code="context_length_exceeded") from None
+        except APIError:
+            raise
         except Exception as error:
             raise APIError(500, f"generation failed: {type(error).__name__}: {error}", kind="server_error") from None
+        finally:
+            job.cancel()  # the handler itself was cancelled: so are its rows
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -499,7 +666,7 @@ def create_app(backend: Backend, *, model_name: str, max_tokens_limit: int = 409
         return model_card()
 
     @app.post("/v1/chat/completions")
-    async def chat(request: ChatRequest) -> dict[str, Any]:
+    async def chat(request: ChatRequest, http: Request) -> dict[str, Any]:
         check_model(request.model)
         params = sampling_params(request, request.max_tokens or request.max_completion_tokens,
                                  request.logprobs, max_tokens_limit)
@@ -509,29 +676,32 @@ def create_app(backend: Backend, *, model_name: str, max_tokens_limit: int = 409
                 raise APIError(400, "continue_final_message needs an assistant message last and "
                                     "add_generation_prompt=false", param="continue_final_message")
             messages[-1]["continue"] = True
-        [generation] = await run([messages], params)
+        generations = await run(http, [messages], params, request.n, "messages")
         return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
                 "model": model_name,
-                "choices": [_choice(0, generation, params.stop, _chat_logprobs(generation), chat=True)],
-                "usage": _usage([generation])}
+                "choices": [_choice(i, g, params.stop, _chat_logprobs(g), chat=True) for i, g in enumerate(generations)],
+                "usage": _usage(generations, request.n)}
 
     @app.post("/v1/completions")
-    async def completions(request: CompletionRequest) -> dict[str, Any]:
+    async def completions(request: CompletionRequest, http: Request) -> dict[str, Any]:
         check_model(request.model)
         params = sampling_params(request, request.max_tokens, request.logprobs is not None, max_tokens_limit)
         prompts: list[Prompt] = [request.prompt] if isinstance(request.prompt, str) else list(request.prompt)
-        generations = await run(prompts, params)
+        generations = await run(http, prompts, params, request.n, "prompt")
         return {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
                 "model": model_name,
                 "choices": [_choice(i, g, params.stop, _completion_logprobs(g), chat=False)
                             for i, g in enumerate(generations)],
-                "usage": _usage(generations)}
+                "usage": _usage(generations, request.n)}
 
     return app
 
 
-def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> None:
-    """Run ``app`` with uvicorn (blocking). Loopback by default: pass ``host="0.0.0.0"`` deliberately."""
-    import uvicorn
+def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning", **limits: Any) -> None:
+    """Run ``app`` with uvicorn (blocking). Loopback by default: pass ``host="0.0.0.0"`` deliberately.
 
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    ``limits``: read timeout, keep-alive and connection cap (:func:`seed_gym.serving.server_config`).
+    """
+    from seed_gym.serving import run_server
+
+    run_server(app, host, port, log_level=log_level, **limits)

@@ -47,6 +47,17 @@ class BackendError(SeedGymError, RuntimeError):
     """A backend cannot serve: an extra is missing, a server is unreachable, a model won't load."""
 
 
+class ContextLengthError(BackendError, ValueError):
+    """A prompt and the tokens asked for do not fit in the model's context (nothing was cut)."""
+
+    def __init__(self, prompt_tokens: int, max_new_tokens: int, context: int) -> None:
+        super().__init__(f"This model's maximum context length is {context} tokens. However, you requested "
+                         f"{prompt_tokens + max_new_tokens} tokens ({prompt_tokens} in the prompt, "
+                         f"{max_new_tokens} in the completion). Please reduce the length of the prompt or "
+                         f"of the completion (max_tokens).")
+        self.prompt_tokens, self.max_new_tokens, self.context = prompt_tokens, max_new_tokens, context
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How to decode. ``temperature=0`` is greedy; ``top_k=0`` and ``top_p=1`` switch those filters off."""
@@ -123,6 +134,22 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """A backend that generates in steps, so a server can interleave short requests with long
+    ones (``hf``). A row's tokens do not depend on how its generation was split into steps."""
+
+    def begin(self, prompt: Prompt, params: SamplingParams, seed: int) -> Any:
+        """A row for ``prompt`` sampling from ``seed``; :class:`ContextLengthError` if it cannot fit."""
+        ...
+
+    def advance(self, rows: Sequence[Any], params: SamplingParams, tokens: int) -> None:
+        """Up to ``tokens`` more tokens for each unfinished row; a finished row has a ``finish_reason``."""
+        ...
+
+    def conclude(self, rows: Sequence[Any], params: SamplingParams) -> list[Generation]: ...
 
 
 @runtime_checkable

@@ -14,17 +14,23 @@ Rules beyond :mod:`seed_gym.agents.backends.base`:
   depends on its prompt and seed, not on the rows beside it or the batch size. Generation runs
   greedy over temperature/top-k/top-p-processed log-probs plus per-row Gumbel noise, which is
   exactly a draw from the processed distribution. The caller's RNG state is never touched.
+* Generation in steps (:class:`~seed_gym.agents.backends.base.Resumable`): :meth:`HFBackend.begin`
+  encodes a prompt (refusing one that does not fit, never cutting it), :meth:`HFBackend.advance`
+  adds up to N tokens to a batch of rows (re-reading each row's prompt and generated ids, so no KV
+  cache is kept between steps), :meth:`HFBackend.conclude` gives their generations. ``generate`` is
+  these three with one step of ``max_new_tokens``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from seed_gym.agents.backends.base import (
-    BackendError, Generation, Prompt, SamplingParams, cut_at_stop, prompt_ids, render_prompt)
+    BackendError, ContextLengthError, Generation, Prompt, SamplingParams, cut_at_stop, prompt_ids, render_prompt)
 from seed_gym.agents.checkpoints import resolve_model_dir
 
 INSTALL_HINT = 'install the model extra: pip install "seed-gym[hf]" (torch==2.13.0 and transformers)'
@@ -115,12 +121,41 @@ class HFBackend:
         self.calls += 1
         room = max(1, self.max_model_len - params.max_new_tokens)
         # Left-truncate: the newest context matters.
-        encoded = [prompt_ids(self.tokenizer, p, min(room, params.max_prompt_tokens or room)) for p in prompts]
-        seeds = [params.seed_for(i) for i in range(len(prompts))]
-        out: list[Generation] = []
-        for start in range(0, len(encoded), self.batch_size):
-            end = start + self.batch_size
-            out += self._generate_batch(encoded[start:end], seeds[start:end], params)
+        rows = [self._continuation(prompt_ids(self.tokenizer, p, min(room, params.max_prompt_tokens or room)),
+                                   params, params.seed_for(i)) for i, p in enumerate(prompts)]
+        self.advance(rows, params, params.max_new_tokens)
+        return self.conclude(rows, params)
+
+    # -- generation in steps (the policy server's fair scheduling; base module rules) ---------
+    def begin(self, prompt: Prompt, params: SamplingParams, seed: int) -> "Continuation":
+        """A generation of ``prompt`` not yet advanced; :class:`ContextLengthError` when the prompt
+        and ``params.max_new_tokens`` do not fit in the model's context (nothing is cut)."""
+        ids = prompt_ids(self.tokenizer, prompt, params.max_prompt_tokens)
+        if len(ids) + params.max_new_tokens > self.max_model_len:
+            raise ContextLengthError(len(ids), params.max_new_tokens, self.max_model_len)
+        return self._continuation(ids, params, seed)
+
+    def advance(self, rows: Sequence["Continuation"], params: SamplingParams, tokens: int) -> None:
+        """Generate up to ``tokens`` more tokens for each unfinished row (in place). Each row keeps
+        its own sampling stream across calls, so a row advanced in steps gets the same tokens as in
+        one call (up to floating-point ties)."""
+        live = [row for row in rows if row.finish_reason is None]
+        for start in range(0, len(live), self.batch_size):
+            self._advance_batch(live[start:start + self.batch_size], params, tokens)
+
+    def conclude(self, rows: Sequence["Continuation"], params: SamplingParams) -> list[Generation]:
+        """The :class:`Generation` of each (finished) row: text cut after its first stop string,
+        and log-probs by one teacher-forced pass when ``params.logprobs``."""
+        out = []
+        for row in rows:
+            text, _ = cut_at_stop(self.tokenizer.decode(row.token_ids, skip_special_tokens=True), params.stop)
+            out.append(Generation(text=text, prompt_tokens=len(row.prompt_ids), completion_tokens=len(row.token_ids),
+                                  finish_reason=row.finish_reason or "length", token_ids=list(row.token_ids),
+                                  meta={"batch_seconds": round(row.seconds, 6), "batch_size": row.batch_size}))
+        if params.logprobs and rows:
+            scored = self._score_ids([row.prompt_ids for row in rows], [row.token_ids for row in rows])
+            for generation, logprobs in zip(out, scored):
+                generation.logprobs = logprobs
         return out
 
     def score(self, prompts: Sequence[Prompt], continuations: Sequence[Sequence[int]]) -> list[list[float]]:
@@ -174,73 +209,92 @@ class HFBackend:
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def _generate_batch(self, encoded: list[list[int]], seeds: list[int], params: SamplingParams) -> list[Generation]:
+    def _continuation(self, ids: list[int], params: SamplingParams, seed: int) -> "Continuation":
         torch, _ = import_torch_transformers()
-        batch = self.tokenizer.pad({"input_ids": encoded}, padding=True, return_tensors="pt").to(self.device)
+        generator = None if params.greedy else torch.Generator(device=self.device).manual_seed(int(seed))
+        return Continuation(prompt_ids=ids, max_new_tokens=params.max_new_tokens, generator=generator)
+
+    def _advance_batch(self, rows: list["Continuation"], params: SamplingParams, tokens: int) -> None:
+        torch, _ = import_torch_transformers()
+        steps = max(1, min(tokens, max(row.max_new_tokens - len(row.token_ids) for row in rows)))
+        batch = self.tokenizer.pad({"input_ids": [row.prompt_ids + row.token_ids for row in rows]},
+                                   padding=True, return_tensors="pt").to(self.device)
+        width = batch["input_ids"].shape[1]
         started = time.perf_counter()
         was_training = self.model.training
         self.model.eval()  # a trainer may share this model; generation never uses dropout
         try:
             with torch.no_grad():
-                criteria = self._stop_criteria(batch["input_ids"].shape[1], params.stop)
-                processors = self._row_sampler(seeds, params)
-                sequences = self.model.generate(**batch, **self._generate_kwargs(params), stopping_criteria=criteria,
-                                                logits_processor=processors)
+                # stop strings are looked for in all of a row's generated text, this call's and earlier ones'
+                criteria = self._stop_criteria([width - len(row.token_ids) for row in rows], params.stop)
+                processors = self._row_sampler([row.generator for row in rows], params)
+                sequences = self.model.generate(**batch, **self._generate_kwargs(params, steps),
+                                                stopping_criteria=criteria, logits_processor=processors)
         finally:
             self.model.train(was_training)
         elapsed = time.perf_counter() - started
-        new_tokens = sequences[:, batch["input_ids"].shape[1]:].tolist()
-        rows = [self._finish_row(tokens, len(prompt), params) for tokens, prompt in zip(new_tokens, encoded)]
-        if params.logprobs:
-            scored = self._score_ids(encoded, [row.token_ids or [] for row in rows])
-            for row, logprobs in zip(rows, scored):
-                row.logprobs = logprobs
-        for row in rows:
-            row.meta["batch_seconds"] = round(elapsed, 6)
-            row.meta["batch_size"] = len(encoded)
-        return rows
+        for row, new in zip(rows, sequences[:, width:].tolist()):
+            self._extend(row, new, params)
+            row.seconds += elapsed
+            row.batch_size = len(rows)
 
-    def _generate_kwargs(self, params: SamplingParams) -> dict[str, Any]:
+    def _extend(self, row: "Continuation", new: list[int], params: SamplingParams) -> None:
+        """Append a call's new tokens to ``row`` and decide whether it finished: EOS (kept, so
+        training learns to stop), padding (the stop criterion ended the row), a stop string in its
+        text, or ``max_new_tokens`` reached."""
+        before = len(row.token_ids)
+        for token in new[: row.max_new_tokens - before]:
+            if token in self.eos_ids:
+                row.token_ids.append(token)
+                row.finish_reason = "stop"
+                return
+            if token == self.tokenizer.pad_token_id:
+                row.finish_reason = "stop"  # the row finished on a stop string; the rest is padding
+                return
+            row.token_ids.append(token)
+        text = self.tokenizer.decode(row.token_ids, skip_special_tokens=True)
+        if cut_at_stop(text, params.stop)[1] or len(row.token_ids) == before:
+            row.finish_reason = "stop"
+        elif len(row.token_ids) >= row.max_new_tokens:
+            row.finish_reason = "length"
+
+    def _generate_kwargs(self, params: SamplingParams, steps: int) -> dict[str, Any]:
         # Always greedy in transformers' terms: sampling is the Gumbel-max processor's (per row).
-        return {"max_new_tokens": params.max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id,
+        return {"max_new_tokens": steps, "pad_token_id": self.tokenizer.pad_token_id,
                 "eos_token_id": sorted(self.eos_ids), "do_sample": False,
                 "temperature": None, "top_p": None, "top_k": None}
 
-    def _row_sampler(self, seeds: list[int], params: SamplingParams) -> Any:
+    def _row_sampler(self, generators: list[Any], params: SamplingParams) -> Any:
         _, transformers = import_torch_transformers()
         if params.greedy:
             return transformers.LogitsProcessorList()
-        return transformers.LogitsProcessorList([RowSampler(seeds, params, self.device)])
+        return transformers.LogitsProcessorList([RowSampler(generators, params, self.device)])
 
-    def _stop_criteria(self, prompt_width: int, stop: Sequence[str]) -> Any:
+    def _stop_criteria(self, starts: list[int], stop: Sequence[str]) -> Any:
         _, transformers = import_torch_transformers()
         if not stop:
             return transformers.StoppingCriteriaList()
-        return transformers.StoppingCriteriaList([_StopOnGenerated(self.tokenizer, prompt_width, stop)])
-
-    def _finish_row(self, tokens: list[int], prompt_len: int, params: SamplingParams) -> Generation:
-        kept: list[int] = []
-        ended_by_eos = False
-        for token in tokens:
-            if token in self.eos_ids:
-                kept.append(token)
-                ended_by_eos = True
-                break
-            if token == self.tokenizer.pad_token_id:
-                break  # the row finished on a stop string; the rest is padding
-            kept.append(token)
-        text = self.tokenizer.decode(kept, skip_special_tokens=True)
-        text, hit_stop = cut_at_stop(text, params.stop)
-        finished = ended_by_eos or hit_stop or len(kept) < params.max_new_tokens
-        return Generation(text=text, prompt_tokens=prompt_len, completion_tokens=len(kept),
-                          finish_reason="stop" if finished else "length",
-                          token_ids=kept)
+        return transformers.StoppingCriteriaList([_StopOnGenerated(self.tokenizer, starts, stop)])
 
     def _score_ids(self, prompt_ids: list[list[int]], continuations: list[list[int]]) -> list[list[float]]:
         from seed_gym.agents.backends.scoring import continuation_logprobs
 
         return continuation_logprobs(self.model, prompt_ids, continuations,
                                      pad_id=self.tokenizer.pad_token_id, chunk_tokens=self.score_chunk_tokens)
+
+
+@dataclass
+class Continuation:
+    """One prompt's generation in progress (:meth:`HFBackend.begin`): its prompt and generated
+    ids, its sampling stream (None when greedy) and, once it ended, its ``finish_reason``."""
+
+    prompt_ids: list[int]
+    max_new_tokens: int
+    generator: Any = None
+    token_ids: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+    seconds: float = 0.0   # time spent in the generate calls that advanced it
+    batch_size: int = 0    # rows in its last generate call
 
 
 class RowSampler:
@@ -250,10 +304,12 @@ class RowSampler:
     processor samples, and row ``r`` at its ``n``-th new token always uses the ``n``-th draw of
     the stream seeded by ``seeds[r]`` — whatever the other rows are."""
 
-    def __init__(self, seeds: Sequence[int], params: SamplingParams, device: str) -> None:
+    def __init__(self, seeds: Sequence[Any], params: SamplingParams, device: str) -> None:
+        """``seeds``: per row a seed, or a ``torch.Generator`` to go on drawing from (a row advanced in steps)."""
         torch, _ = import_torch_transformers()
         self.temperature, self.top_k, self.top_p = params.temperature, params.top_k, params.top_p
-        self.generators = [torch.Generator(device=device).manual_seed(int(seed)) for seed in seeds]
+        self.generators = [seed if isinstance(seed, torch.Generator) else
+                           torch.Generator(device=device).manual_seed(int(seed)) for seed in seeds]
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         torch, _ = import_torch_transformers()
@@ -276,16 +332,20 @@ class _StopOnGenerated:
     """Ends a row once its *generated* text contains a stop string.
 
     transformers' own ``stop_strings`` also match across the prompt boundary (a prompt ending in
-    ``"\n"`` with stop ``"\n\n"`` stops after one new token), so only new tokens are read here:
-    the last few of them, enough to hold the longest stop string, since each step adds one token."""
+    ``"\n"`` with stop ``"\n\n"`` stops after one new token), so only generated tokens are read
+    here, from column ``starts[row]`` on (a row continued in steps has earlier generated tokens in
+    its input): the last few of them, enough to hold the longest stop string, since each step adds
+    one token."""
 
-    def __init__(self, tokenizer: Any, prompt_width: int, stop: Sequence[str]) -> None:
-        self.tokenizer, self.prompt_width = tokenizer, prompt_width
+    def __init__(self, tokenizer: Any, starts: Sequence[int], stop: Sequence[str]) -> None:
+        self.tokenizer, self.starts = tokenizer, list(starts)
         self.stop = [s for s in stop if s]
         self.window = max(len(s) for s in self.stop) + 2
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         torch, _ = import_torch_transformers()
-        tails = input_ids[:, max(self.prompt_width, input_ids.shape[1] - self.window):].tolist()
+        first = input_ids.shape[1] - self.window
+        low = max(min(self.starts), first)
+        tails = [row[max(start, first) - low:] for row, start in zip(input_ids[:, low:].tolist(), self.starts)]
         texts = self.tokenizer.batch_decode(tails, skip_special_tokens=True)
         return torch.tensor([any(s in text for s in self.stop) for text in texts], device=input_ids.device)

@@ -186,7 +186,9 @@ def test_concurrent_requests_are_batched_and_each_gets_its_own_answer(hf, counti
 
 # -- bad input and failing servers ------------------------------------------------------------------
 @pytest.mark.parametrize("path, body, status, fragment", [
-    ("/chat/completions", {"messages": [{"role": "user", "content": "x"}], "n": 3}, 400, "only n=1"),
+    ("/chat/completions", {"messages": [{"role": "user", "content": "x"}], "n": 17}, 400, "n"),
+    ("/completions", {"prompt": ["x"] * 100, "n": 3}, 400, "over 256 generations"),
+    ("/completions", {"prompt": ["x" * 600_000, "y" * 600_000]}, 400, "exceed 1000000 characters"),
     ("/chat/completions", {"messages": [{"role": "user", "content": "x"}], "stream": True}, 400, "stream"),
     ("/completions", {"prompt": "x", "max_tokens": 65}, 400, "at most 64"),
     ("/completions", {"prompt": "x", "model": "gpt-4o"}, 404, "gpt-4o"),
@@ -243,3 +245,147 @@ def test_flaky_endpoint_is_retried(hf, url, flaky_proxy) -> None:
     assert remote.text == hf.generate([PROMPTS[0]], GREEDY)[0].text
     assert proxy.left == 0
 
+
+
+# -- sampling, refusals and caps through the official openai client (#19 defect 5, #20 defect 3) -----
+@pytest.fixture(scope="module")
+def openai_client(hf):
+    """The official client against a server over the ``hf`` backend itself (generating in steps)."""
+    openai = pytest.importorskip("openai")
+    with running(create_app(hf, model_name=MODEL, max_tokens_limit=64)) as api:
+        yield openai.OpenAI(base_url=api, api_key="unused", max_retries=0, timeout=120)
+
+
+def test_requests_without_a_seed_sample_independently_and_a_seed_repeats(openai_client) -> None:
+    def sample(**extra: Any) -> list[str]:
+        reply = openai_client.completions.create(model=MODEL, prompt="go to the", max_tokens=12, temperature=1,
+                                                 **extra)
+        return [choice.text for choice in reply.choices]
+
+    unseeded = [sample()[0] for _ in range(6)]
+    assert len(set(unseeded)) > 1  # was six copies of one text: every request sampled with seed 0
+    assert sample(seed=7) == sample(seed=7)
+    three = sample(seed=7, n=3)
+    assert len(three) == 3 and len(set(three)) > 1 and three[0] == sample(seed=7)[0]  # choice 0 is the n=1 sample
+    chat = openai_client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "look"}],
+                                                 max_tokens=8, temperature=1, n=2)
+    assert [c.index for c in chat.choices] == [0, 1]
+
+
+def test_an_over_long_prompt_is_refused_as_openai_does(openai_client, hf) -> None:
+    import openai
+
+    long_prompt = "go to the table " * hf.max_model_len
+    with pytest.raises(openai.BadRequestError) as refused:
+        openai_client.completions.create(model=MODEL, prompt=long_prompt, max_tokens=8)
+    assert refused.value.code == "context_length_exceeded"
+    assert "maximum context length is 4096 tokens" in refused.value.message
+    with pytest.raises(openai.BadRequestError) as refused:  # the prompt alone fits; with max_tokens it does not
+        openai_client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "go " * (hf.max_model_len - 40)}], max_tokens=64)
+    assert refused.value.code == "context_length_exceeded" and refused.value.param == "messages"
+
+
+@pytest.mark.parametrize("field, value", [
+    ("tools", [{"type": "function", "function": {"name": "f", "parameters": {}}}]), ("tool_choice", "required"),
+    ("response_format", {"type": "json_object"}), ("presence_penalty", 0.5), ("frequency_penalty", 1.0),
+    ("logit_bias", {"5": 10}),
+])
+def test_unsupported_chat_fields_are_refused_by_name(openai_client, field, value) -> None:
+    import openai
+
+    with pytest.raises(openai.BadRequestError) as refused:
+        openai_client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
+                                              max_tokens=4, **{field: value})
+    assert refused.value.param == field and f"`{field}`" in refused.value.message
+
+
+def test_unsupported_completion_fields_are_refused_and_defaults_pass(openai_client) -> None:
+    import openai
+
+    with pytest.raises(openai.BadRequestError, match="`echo`"):
+        openai_client.completions.create(model=MODEL, prompt="x", max_tokens=4, echo=True)
+    reply = openai_client.completions.create(model=MODEL, prompt="x", max_tokens=4, echo=False, presence_penalty=0,
+                                             frequency_penalty=0, logit_bias={})
+    assert reply.choices[0].text is not None
+
+
+def test_a_body_over_the_cap_is_a_413(url) -> None:
+    response = httpx.post(url + "/completions", content=b'{"prompt": "' + b"x" * (9 * 2**20) + b'"}',
+                          headers={"Content-Type": "application/json"}, timeout=60)
+    assert response.status_code == 413 and "request body over" in response.text
+
+
+class SteppingBackend:
+    """The real ``hf`` backend generating in steps, recording every row it began and every step."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.tokenizer = inner, inner.name, inner.tokenizer
+        self.rows: list[tuple[int, Any]] = []  # (max_new_tokens, the row)
+        self.finished: list[int] = []         # max_new_tokens of each row, in the order rows finished
+
+    def begin(self, prompt: Prompt, params: SamplingParams, seed: int) -> Any:
+        row = self.inner.begin(prompt, params, seed)
+        self.rows.append((params.max_new_tokens, row))
+        return row
+
+    def advance(self, rows: Sequence[Any], params: SamplingParams, tokens: int) -> None:
+        self.inner.advance(rows, params, tokens)
+
+    def conclude(self, rows: Sequence[Any], params: SamplingParams) -> list[Generation]:
+        self.finished += [row.max_new_tokens for row in rows]
+        return self.inner.conclude(rows, params)
+
+    def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[Generation]:
+        return self.inner.generate(prompts, params)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def close(self) -> None:
+        pass
+
+
+def wait_for(condition: Any, what: str, bound_s: float = 120) -> None:
+    """Poll until ``condition()``; past ``bound_s`` it is a hang (not a timing assertion)."""
+    deadline = time.monotonic() + bound_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"hang: {what}")
+        time.sleep(0.01)
+
+
+def test_short_requests_are_not_starved_by_a_long_one(hf) -> None:
+    stepping = SteppingBackend(hf)
+    app = create_app(stepping, model_name=MODEL, max_tokens_limit=2048, chunk_tokens=4)
+    with running(app) as api, ThreadPoolExecutor(4) as pool:
+        def ask(max_tokens: int) -> int:
+            httpx.post(api + "/completions", json={"prompt": "go to the", "max_tokens": max_tokens, "temperature": 0},
+                       timeout=300).raise_for_status()
+            return max_tokens
+
+        long = pool.submit(ask, 2000)  # the tiny model never emits EOS: 2,000 tokens, 500 steps
+        wait_for(lambda: stepping.rows, "the long request never began")
+        shorts = [pool.submit(ask, 4) for _ in range(3)]
+        assert [s.result() for s in shorts] == [4, 4, 4]
+        assert not long.done()  # the short ones were served between the long one's steps
+        assert long.result() == 2000
+    assert stepping.finished == [4, 4, 4, 2000]
+
+
+def test_a_disconnected_clients_request_is_abandoned(hf) -> None:
+    stepping = SteppingBackend(hf)
+    app = create_app(stepping, model_name=MODEL, max_tokens_limit=2048, chunk_tokens=4, disconnect_poll_s=0.05)
+    with running(app) as api:
+        host, port = api.removeprefix("http://").removesuffix("/v1").split(":")
+        body = b'{"prompt": "go to the", "max_tokens": 2000, "temperature": 0}'
+        with socket.create_connection((host, int(port))) as sock:  # a client that leaves mid-generation
+            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            wait_for(lambda: stepping.rows and stepping.rows[0][1].token_ids, "the request never began")
+        [(_, abandoned)] = stepping.rows
+        short = httpx.post(api + "/completions", json={"prompt": "x", "max_tokens": 4, "temperature": 0}, timeout=300)
+        assert short.status_code == 200
+        wait_for(lambda: app.state.batcher.in_flight == 0, "the abandoned request stayed queued")
+        assert abandoned.finish_reason is None and len(abandoned.token_ids) < 2000  # its generation was dropped
+        assert stepping.finished == [4]

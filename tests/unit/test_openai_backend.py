@@ -289,7 +289,7 @@ def test_chat_logprobs_shape(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("path, body, status, fragment", [
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "n": 2}, 400, "only n=1"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "n": 17}, 400, "n"),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "stream": True}, 400, "stream=false"),
     ("/v1/chat/completions", {"messages": []}, 400, "messages"),
     ("/v1/chat/completions", {"messages": [{"role": "wizard", "content": "x"}]}, 400, "role"),
