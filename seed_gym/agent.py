@@ -13,6 +13,8 @@ Rules:
   for training and auditing: its :class:`~seed_gym.records.ActionTrace` (response, prompt, parse
   validity, the fields training reads back, diagnostics in ``meta``), copied onto the step as is.
 * Agents must be deterministic given their ``seed`` (set from the run seed and the episode).
+* An agent declares the spec options it reads (``spec_options``, or :meth:`Agent.known_options`);
+  a spec with any other option is refused, so a typo never passes as a default setting.
 
 Agents are named on the command line by a spec ``kind[:target][@key=value,...]``, e.g. ``random``,
 ``expert``, ``hf:models/tiny@temperature=0``, ``openai:http://127.0.0.1:8000/v1@model=x``.
@@ -43,6 +45,14 @@ class Agent:
 
     #: True when the agent reads ``info["expert_action"]``; the engine then asks envs for it.
     requires_expert: bool = False
+
+    #: The ``@key=value`` options its spec may set; any other is refused, so a typo is never ignored.
+    spec_options: tuple[str, ...] = ()
+
+    @classmethod
+    def known_options(cls) -> tuple[str, ...]:
+        """The option names :func:`agent_class` accepts in a spec of this kind (sorted)."""
+        return tuple(sorted(cls.spec_options))
 
     def __init__(self, spec: "AgentSpec | None" = None, seed: int = 0) -> None:
         self.spec = spec or AgentSpec(kind=type(self).__name__.lower())
@@ -154,7 +164,8 @@ def _parse(spec: str | AgentSpec) -> AgentSpec:
 
 
 def agent_class(spec: str | AgentSpec) -> type[Agent]:
-    """The class an agent spec names, without building it (no model is loaded)."""
+    """The class an agent spec names, without building it (no model is loaded); a spec option that
+    class does not declare (:meth:`Agent.known_options`) is an :class:`AgentSpecError`."""
     parsed = _parse(spec)
     if parsed.kind not in AGENT_KINDS:
         from seed_gym.registry import load_entry_points
@@ -163,7 +174,14 @@ def agent_class(spec: str | AgentSpec) -> type[Agent]:
     if parsed.kind not in AGENT_KINDS:
         raise AgentSpecError(f"unknown agent kind {parsed.kind!r}; known: {', '.join(sorted(AGENT_KINDS))}")
     module_name, _, attr = AGENT_KINDS[parsed.kind].partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    cls: type[Agent] = getattr(importlib.import_module(module_name), attr)
+    known = cls.known_options()
+    unknown = sorted(set(parsed.options) - set(known))
+    if unknown:
+        valid = f"valid options: {', '.join(known)}" if known else "it takes no options"
+        raise AgentSpecError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                             f"for the {parsed.kind} agent; {valid}")
+    return cls
 
 
 def make_agent(spec: str | AgentSpec, *, seed: int = 0) -> Agent:

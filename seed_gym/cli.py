@@ -8,12 +8,14 @@ from the modules of the ``seed_gym.commands`` entry-point group, built-in parts 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from enum import Enum
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.exceptions import TyperException
 from rich.markup import escape
 from rich.table import Table
 
@@ -24,14 +26,56 @@ from seed_gym.pools import DEFAULT_CALL_TIMEOUT
 __all__ = ["app", "build_app", "command_entry_points", "main", "register_command_modules", "results_table"]
 
 
-def main() -> None:
+def main(args: Optional[Sequence[str]] = None) -> None:
+    """Run the CLI. Bad input (a usage error or a :class:`~seed_gym.core.SeedGymError`) is one line
+    on stderr and exit code 2, never a traceback."""
     from seed_gym.core import SeedGymError
 
     try:
-        app()
+        code = app(args=args, standalone_mode=False)
+    except TyperException as error:  # usage errors: a bad option value, a missing argument
+        if not error.format_message().strip():  # a group run bare: its help is already on screen
+            raise SystemExit(error.exit_code) from None
+        ctx = getattr(error, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        _fail(error.format_message() + hint, error.exit_code)
+    except typer.Abort:
+        _fail("aborted", 1)
     except SeedGymError as error:
-        err_console.print(f"[bold red]error:[/] {escape(str(error))}")  # "seed-gym[hf]" is not markup
-        raise SystemExit(2) from None
+        _fail(str(error), 2)
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int) -> None:
+    # one line however long: soft_wrap stops rich from folding it at the terminal width
+    err_console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)  # "seed-gym[hf]" is not markup
+    raise SystemExit(code) from None
+
+
+class EnvBackend(str, Enum):
+    """Where env instances live during an eval (:func:`seed_gym.pools.make_pool`)."""
+
+    process = "process"
+    inline = "inline"
+
+
+def _checked_split(env: str, split: str, env_kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
+    """``env`` built with ``env_kwargs`` and the task ids of its ``split``, or a usage error naming
+    the splits there are (or the constructor argument the env refuses)."""
+    from seed_gym.registry import make
+
+    try:
+        instance = make(env, **env_kwargs)
+    except (TypeError, ValueError) as error:
+        if not env_kwargs:
+            raise
+        raise typer.BadParameter(str(error), param_hint="'--env-arg'") from None
+    with new_progress() as bar, library_progress(bar):
+        task_set = instance.task_set()
+    known = sorted(set(task_set.names()) | set(task_set.aliases))
+    if split not in known:
+        raise typer.BadParameter(f"{env} has no split {split!r}; known: {', '.join(known)}", param_hint="'--split'")
+    return instance, task_set.split(split).task_ids
 
 
 def _env_or_sole(env: Optional[str], hint: str) -> str:
@@ -67,32 +111,35 @@ def eval_command(
     agent: list[str] = typer.Option(..., "--agent", "-a", help="Agent spec kind[:target][@k=v,...]; repeat to compare."),
     env: Optional[str] = typer.Option(None, help="Environment id (see `seed-gym list`); may be left out only when one env is registered."),
     split: str = typer.Option("unseen", help="Split: train, seen, unseen (or an env-specific one)."),
-    n: Optional[int] = typer.Option(None, "-n", help="Evaluate the first N tasks of the split (default: all)."),
-    group: int = typer.Option(1, help="Episodes per task (group size G), all from an identical start."),
-    workers: int = typer.Option(max(1, os.cpu_count() or 1), help="Env worker processes."),
-    live_episodes: Optional[int] = typer.Option(None, help="Episodes in play at once, spread over the workers (default: 4 per worker)."),
-    backend: str = typer.Option("process", help="Env backend: process or inline."),
+    n: Optional[int] = typer.Option(None, "-n", min=1, help="Evaluate the first N tasks of the split (default: all)."),
+    group: int = typer.Option(1, min=1, help="Episodes per task (group size G), all from an identical start."),
+    workers: int = typer.Option(max(1, os.cpu_count() or 1), min=1, help="Env worker processes."),
+    live_episodes: Optional[int] = typer.Option(None, min=1, help="Episodes in play at once, spread over the workers (default: 4 per worker)."),
+    backend: EnvBackend = typer.Option(EnvBackend.process, help="Env backend: process or inline."),
     call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Seconds an env reset or step may take before its worker is killed and the episode retried (process backend)."),
-    recycle_after: Optional[int] = typer.Option(None, help="Replace each env worker after this many episodes (a safety valve for engines that leak; process backend)."),
-    max_steps: Optional[int] = typer.Option(None, help="Step budget per episode (env default when omitted)."),
+    recycle_after: Optional[int] = typer.Option(None, min=1, help="Replace each env worker after this many episodes (a safety valve for engines that leak; process backend)."),
+    max_steps: Optional[int] = typer.Option(None, min=1, help="Step budget per episode (env default when omitted)."),
     seed: int = typer.Option(0, help="Run seed: env seeds, agent sampling, generated data."),
     env_arg: list[str] = typer.Option([], help="Env constructor argument key=value (repeatable), e.g. data=/path."),
     out: Optional[Path] = typer.Option(None, help="Run folder; one sub-folder per agent. Same --out resumes."),
     overwrite: bool = typer.Option(False, help="Discard an existing run in --out instead of resuming it."),
 ) -> None:
     """Evaluate one or more agents on the same tasks; prints a comparison table."""
-    from seed_gym.agent import AgentSpec
+    from seed_gym.agent import AgentSpec, make_agent
     from seed_gym.evaluate import EvalConfig, evaluate
 
-    env_kwargs = parse_env_args(env_arg)
     specs = [AgentSpec.parse(a) for a in agent]
+    for spec in specs:  # unknown kinds, options and option values fail here, before any run starts
+        make_agent(spec, seed=seed).close()  # cheap: model agents load their backend on first use
     env = _env_or_sole(env, "'--env'")
+    env_kwargs = parse_env_args(env_arg, env)
+    _checked_split(env, split, env_kwargs)[0].close()
     base = out or Path("runs") / f"{env}-{split}"
     summaries = []
     with new_progress() as bar, library_progress(bar):
         for spec in specs:
             config = EvalConfig(env=env, split=split, agent=str(spec), out=base / spec.slug, n=n,
-                                group=group, seed=seed, max_steps=max_steps, backend=backend,
+                                group=group, seed=seed, max_steps=max_steps, backend=backend.value,
                                 workers=workers, live_episodes=live_episodes, env_kwargs=env_kwargs,
                                 call_timeout=call_timeout, recycle_after=recycle_after)
             task = bar.add_task(f"{spec} on {env}/{split}", total=None)
@@ -150,11 +197,10 @@ def play_command(
 ) -> None:
     """Play one episode yourself in the terminal. Type a command or its number; `quit` stops."""
     from seed_gym.agents.scripted import HumanAgent
-    from seed_gym.registry import make
 
-    instance = make(_env_or_sole(env, "'ENV'"), **parse_env_args(env_arg))
-    with new_progress() as bar, library_progress(bar):
-        ids = instance.task_set().split(split).task_ids
+    env = _env_or_sole(env, "'ENV'")
+    env_kwargs = parse_env_args(env_arg, env)
+    instance, ids = _checked_split(env, split, env_kwargs)
     if not task and not 0 <= index < len(ids):
         raise typer.BadParameter(f"--index must be in [0, {len(ids)})")
     observation, info = instance.reset(seed=seed, options={"task_id": task or ids[index]})

@@ -63,15 +63,28 @@ def library_progress(bar: Progress) -> Iterator[None]:
         yield
 
 
-def parse_env_args(pairs: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values are read as JSON when they parse (numbers, bools, lists)."""
+def parse_env_args(pairs: list[str], env_id: str | None = None) -> dict[str, Any]:
+    """``key=value`` pairs; values are read as JSON when they parse (numbers, bools, lists), else as
+    text, and one that starts like JSON (``[``, ``{``, ``"``) must parse. With ``env_id``, each key
+    and value is checked against that env's constructor (:func:`seed_gym.registry.check_env_kwarg`)."""
     kwargs: dict[str, Any] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"--env-arg expects key=value, got {pair!r}")
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise typer.BadParameter(f"expects key=value, got {pair!r}", param_hint="'--env-arg'")
         try:
-            kwargs[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key.strip()] = value
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError as error:
+            if raw.lstrip()[:1] in ("[", "{", '"'):
+                raise typer.BadParameter(f"{key}={raw} is not valid JSON ({error})", param_hint="'--env-arg'") from None
+            value = raw
+        if env_id is not None:
+            from seed_gym.registry import EnvArgError, check_env_kwarg
+
+            try:
+                value = check_env_kwarg(env_id, key, value, raw)
+            except EnvArgError as error:
+                raise typer.BadParameter(str(error), param_hint="'--env-arg'") from None
+        kwargs[key] = value
     return kwargs

@@ -13,7 +13,10 @@ Rules every env follows (tests in ``tests/unit/test_core.py`` hold them to it):
   A string longer than the action space's :data:`MAX_TEXT_LENGTH` is invalid without reaching
   ``_step``; up to that length an env must answer in time linear in the action's length.
 * Misuse raises a typed :class:`SeedGymError`: stepping before reset or after the episode ended,
-  an unknown task id, missing data.
+  an unknown task id (the base class accepts exactly the ids its splits list), an unknown
+  ``reset`` option key, missing data.
+* ``info["expert_action"]`` is filled by envs that override ``_expert_action``
+  (:meth:`TextEnv.has_expert`); an agent that needs it on an env without one is refused up front.
 
 Subclasses implement :meth:`TextEnv._reset` and :meth:`TextEnv._step`; this base class does the
 bookkeeping (step budget, action coercion, the info keys) once, for every env.
@@ -21,6 +24,7 @@ bookkeeping (step budget, action coercion, the info keys) once, for every env.
 
 from __future__ import annotations
 
+import difflib
 import string
 from abc import abstractmethod
 from collections.abc import Mapping
@@ -93,6 +97,8 @@ class TextEnv(gym.Env[str, str]):
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    #: The keys ``reset(options=...)`` accepts; a subclass that reads more adds them here.
+    reset_options: ClassVar[frozenset[str]] = frozenset({"task_id"})
     env_id: ClassVar[str] = "text-env"
     version: ClassVar[str] = "0"
     default_max_steps: ClassVar[int] = 50
@@ -134,7 +140,15 @@ class TextEnv(gym.Env[str, str]):
         return None
 
     def _expert_action(self) -> str | None:
+        """The expert's next action, or None. An env whose expert is costly may take an
+        ``expert: bool`` constructor keyword; the harness passes ``expert=True`` only to such envs
+        and only when an agent reads ``info["expert_action"]`` (see :meth:`has_expert`)."""
         return None
+
+    @classmethod
+    def has_expert(cls) -> bool:
+        """Whether the env can fill ``info["expert_action"]``: it overrides :meth:`_expert_action`."""
+        return cls._expert_action is not TextEnv._expert_action
 
     def ground_truth(self, task_id: str) -> Mapping[str, Any] | None:
         """What a rule analyzer may know of a task beyond its record (the answer key), or None.
@@ -157,9 +171,18 @@ class TextEnv(gym.Env[str, str]):
                                  f"got {type(options).__name__}")
         super().reset(seed=None if seed is None else int(seed))
         options = dict(options or {})
+        unknown = sorted(map(str, set(options) - self.reset_options))
+        if unknown:
+            accepted = ", ".join(sorted(self.reset_options))
+            hints = "".join(f" ({key!r}: did you mean {close[0]!r}?)" for key in unknown
+                            if (close := difflib.get_close_matches(key, self.reset_options, n=1, cutoff=0.5)))
+            raise EnvMisuseError(f"{self.env_id}: reset(options=...) got unknown key(s) "
+                                 f"{', '.join(map(repr, unknown))}{hints}; it accepts {accepted}")
         task_id = options.get("task_id")
         if task_id is None:
             task_id = self._default_task_id()
+        else:
+            self._check_task_id(task_id)
         task_seed = int(seed) if seed is not None else 0
         observation, self._task = self._reset(str(task_id), task_seed)
         self._steps, self._done = 0, False
@@ -196,6 +219,18 @@ class TextEnv(gym.Env[str, str]):
     @property
     def elapsed_steps(self) -> int:
         return self._steps
+
+    def _check_task_id(self, task_id: Any) -> None:
+        """A task id must be one of the ids the env's splits list, exactly (no aliases, no
+        padding): one canonical id per task, checked here so no env has to."""
+        if not isinstance(task_id, str) or not self._has_task(task_id):
+            raise UnknownTaskError(f"{self.env_id}: unknown task id {task_id!r}; task ids are the ids "
+                                   f"its splits list (see env.task_set())")
+
+    def _has_task(self, task_id: str) -> bool:
+        """Whether some split lists ``task_id``. An env whose splits are built lazily (generated
+        on first use) overrides this to look only in the split the id can belong to."""
+        return any(task_id in split for split in self.task_set().splits.values())
 
     def _default_task_id(self) -> str:
         """Without a task id, reset draws one from the first split, using the env's RNG."""

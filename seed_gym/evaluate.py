@@ -18,7 +18,8 @@ from typing import Any
 from seed_gym.agent import AgentSpec, agent_class, make_agent
 from seed_gym.pools import DEFAULT_CALL_TIMEOUT, make_pool
 from seed_gym.records import RunDir, provenance
-from seed_gym.registry import make, profile
+from seed_gym.core import SeedGymError, TextEnv
+from seed_gym.registry import make, profile, takes_env_kwarg
 from seed_gym.rollout import plan_episodes, run_rollouts
 from seed_gym.scoring import summarize
 from seed_gym.tasks import fingerprint
@@ -53,6 +54,19 @@ class PreparedRun:
     identity_defaults: dict[str, Any] = field(default_factory=dict)
 
 
+class MissingExpertError(SeedGymError):
+    """An agent reads ``info["expert_action"]`` but the env has no expert."""
+
+
+def expert_kwargs(env_id: str, env: TextEnv, agent: str) -> dict[str, Any]:
+    """What switches ``env``'s expert on for ``agent``: ``{"expert": True}`` when its constructor
+    takes that keyword, ``{}`` when its expert is always on; an env without one is an error."""
+    if not env.has_expert():
+        raise MissingExpertError(f"agent {agent!r} plays info['expert_action'], but env {env_id!r} has no expert "
+                                 f"({type(env).__name__} does not implement _expert_action)")
+    return {"expert": True} if takes_env_kwarg(env_id, "expert") else {}
+
+
 def prepare(config: EvalConfig) -> PreparedRun:
     """Resolve everything a run's identity depends on, without playing anything (nor loading a model)."""
     agent_spec = AgentSpec.parse(config.agent)
@@ -84,7 +98,7 @@ def prepare(config: EvalConfig) -> PreparedRun:
              "provenance": provenance(profile(config.env).packages)}
     probe.close()
     if needs_expert:
-        env_kwargs = {**env_kwargs, "expert": True}
+        env_kwargs = {**env_kwargs, **expert_kwargs(config.env, probe, str(agent_spec))}
     return PreparedRun(config, identity, extra, episodes, env_kwargs, defaults)
 
 

@@ -13,7 +13,9 @@ Each env is also registered with gymnasium as ``seed_gym/<GymName>-v<version>``,
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -127,6 +129,68 @@ def make(env_id: str, **kwargs: Any) -> TextEnv:
     """Build a registered env: ``seed_gym.make(env_id, max_steps=30)``."""
     env_spec = spec(env_id)
     return env_spec.load()(**{**env_spec.default_kwargs, **kwargs})
+
+
+class EnvArgError(SeedGymError, ValueError):
+    """A constructor argument the env does not take, or a value of the wrong type."""
+
+
+def _constructor_parameters(target: Callable[..., Any]) -> dict[str, Any] | None:
+    """Keyword parameter -> type hint (``Any`` where unannotated or unresolvable) of an env's
+    constructor, following ``**kwargs`` up a class's ``__init__`` chain (a subclass that forwards
+    to its base); None when something takes arbitrary keywords."""
+    functions = [vars(k)["__init__"] for k in target.__mro__ if "__init__" in vars(k)] if inspect.isclass(target) \
+        else [target]
+    params: dict[str, Any] = {}
+    for function in functions:
+        if function is object.__init__:
+            return None
+        try:  # the annotations are strings (postponed evaluation)
+            hints = typing.get_type_hints(function)
+        except Exception:
+            hints = {}
+        signature = inspect.signature(function)
+        for name, p in signature.parameters.items():
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name != "self":
+                params.setdefault(name, hints.get(name, Any))
+        if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+            return params
+    return None
+
+
+def takes_env_kwarg(env_id: str, key: str) -> bool:
+    """Whether the env's constructor takes the keyword ``key`` (True when it takes any)."""
+    params = _constructor_parameters(spec(env_id).load())
+    return params is None or key in params
+
+
+def check_env_kwarg(env_id: str, key: str, value: Any, raw: str | None = None) -> Any:
+    """``value`` checked against the env constructor's parameter ``key`` (its name, and its type
+    where annotated); ``raw``, the text it was read from, is the fallback for a ``str`` parameter
+    (``name=123``). Returns the value to pass, unchanged. Raises :class:`EnvArgError`."""
+    from pydantic import TypeAdapter, ValidationError
+
+    params = _constructor_parameters(spec(env_id).load())
+    if params is None:
+        return value  # it takes anything: nothing to check against
+    if key not in params:
+        raise EnvArgError(f"{env_id} takes no argument {key!r}; it takes: {', '.join(params)}")
+    hint = params[key]
+    try:
+        adapter = TypeAdapter(hint)
+    except Exception:  # a type pydantic cannot check: the constructor will
+        return value
+    # JSON values must fit as they are; text may convert (a path); the text itself only where a
+    # plain string is wanted (name=123 for a str parameter)
+    candidates = [(value, not isinstance(value, str))] + ([(raw, True)] if raw is not None else [])
+    for candidate, strict in candidates:
+        try:
+            adapter.validate_python(candidate, strict=strict)
+            return candidate
+        except ValidationError:
+            continue
+    expected = getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+    raise EnvArgError(f"{env_id} argument {key!r} must be {expected}, got {raw if raw is not None else repr(value)}")
 
 
 def list_envs() -> list[EnvSpec]:

@@ -23,6 +23,23 @@ def _describe(row: dict[str, Any]) -> str:
     return "  ".join(f"{k}={row[k]:.4g}" for k in SHOWN if isinstance(row.get(k), (int, float)))
 
 
+def show_config(value: bool) -> None:
+    """``--show-config``: print every TrainConfig field (type, default, meaning) and stop."""
+    if not value:
+        return
+    from rich.table import Table
+
+    from seed_gym.training.config import field_table
+
+    table = Table(title="TrainConfig fields (set with --set key=JSON or in a --config file)")
+    for column in ("field", "type", "default", "meaning"):
+        table.add_column(column, overflow="fold")
+    for row in field_table():
+        table.add_row(*row)
+    Console().print(table)  # a console of this moment, sized to the terminal it prints to
+    raise typer.Exit()
+
+
 def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, serve_app: typer.Typer) -> None:
     @app.command("train")
     def train_command(
@@ -32,9 +49,12 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         updates: Optional[int] = typer.Option(None, help="RL updates (paper: 150)."),
         out: Optional[Path] = typer.Option(None, help="Run folder (default runs/train/<algo>-<env>). Same --out resumes."),
         config: Optional[Path] = typer.Option(None, help="TOML or JSON file with TrainConfig fields."),
-        set_: list[str] = typer.Option([], "--set", help="Override a config field: key=value (JSON values)."),
+        set_: list[str] = typer.Option([], "--set", help="Override a config field: key=value (JSON values); every field: --show-config."),
         env_arg: list[str] = typer.Option([], help="Env constructor argument key=value (repeatable)."),
         seed: int = typer.Option(0, help="Run seed."),
+        _show_config: bool = typer.Option(False, "--show-config", is_eager=True, expose_value=False,
+                                          callback=show_config,
+                                          help="List every training setting (type, default, meaning) and exit."),
     ) -> None:
         """Train with SFT or an RL algorithm on the shared rollout harness; resumes from the last checkpoint."""
         from seed_gym.commands import parse_env_args
@@ -43,7 +63,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
 
         base: dict[str, Any] = {"algo": algo, "env": env, "model": str(model), "seed": seed,
                                 "out": str(out or Path("runs") / "train" / f"{algo}-{env}"),
-                                "env_args": parse_env_args(env_arg)}
+                                "env_args": parse_env_args(env_arg, env)}
         if updates is not None:
             base["updates"] = updates
         cfg = build_config(base, config, set_)

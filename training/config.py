@@ -8,6 +8,7 @@ file (``--config``) < ``--set key=value`` overrides. The resolved config is writ
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from pathlib import Path
@@ -30,72 +31,133 @@ DEFAULT_MAX_PROMPT_TOKENS = 2048
 
 
 class TrainConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    """Every setting of a training run. Each field's docstring is its one-line meaning, which
+    ``seed-gym train --show-config`` lists (pydantic keeps it as the field's description)."""
 
-    algo: str  # "sft" or a name (or alias) in the algorithm table (training/algorithms.py)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
+
+    algo: str
+    """Algorithm: "sft" or a name (or alias) in the algorithm table (training/algorithms.py)."""
     env: str
+    """Environment id (see `seed-gym list`)."""
     model: str
+    """Local model folder to start from (from_pretrained)."""
     out: str
+    """Run folder: config.json, metrics.jsonl, checkpoints; the same folder resumes."""
     seed: int = 0
+    """Run seed: rollouts, sampling and data order."""
     updates: int = 150
+    """RL updates to run (the paper: 150)."""
     # -- rollouts
-    tasks_per_update: Optional[int] = None  # the env profile's rl_tasks
+    tasks_per_update: Optional[int] = None
+    """Train tasks rolled out per update (null: the env profile's rl_tasks)."""
     group: int = 8
-    max_steps: Optional[int] = None         # the env profile's rl_max_steps
+    """Episodes per task (group size G), all from an identical start."""
+    max_steps: Optional[int] = None
+    """Step cap of a training episode (null: the env profile's rl_max_steps)."""
     train_split: str = "train"
+    """Split the training tasks come from."""
     temperature: float = 1.0
-    max_new_tokens: Optional[int] = None    # the prompt template's default
-    history: Optional[int] = None           # the prompt template's default
+    """Sampling temperature of the rollouts."""
+    max_new_tokens: Optional[int] = None
+    """Tokens per response (null: the prompt template's default)."""
+    history: Optional[int] = None
+    """Past steps shown in the prompt (null: the template's default; -1: all)."""
     projection: str = "exact"
+    """How a response maps to an admissible action: exact, fuzzy or none."""
     env_args: dict[str, Any] = {}
+    """Env constructor arguments (what --env-arg sets)."""
     env_backend: str = "process"
+    """Where rollout envs live: process (worker processes) or inline."""
     workers: int = 2
-    env_call_timeout: float = DEFAULT_CALL_TIMEOUT  # seconds per env call before its worker is replaced
-    env_recycle_after: Optional[int] = None         # replace each env worker after this many episodes
-    live_episodes: int = 64  # env instances alive at once per rank; an update's episodes beyond it wait
+    """Env worker processes."""
+    env_call_timeout: float = DEFAULT_CALL_TIMEOUT
+    """Seconds an env call may take before its worker is replaced."""
+    env_recycle_after: Optional[int] = None
+    """Replace each env worker after this many episodes (null: never)."""
+    live_episodes: int = 64
+    """Env instances alive at once per rank; an update's episodes beyond it wait."""
     # -- optimisation
     lr: float = 1e-6
+    """Learning rate of the RL updates (AdamW)."""
     weight_decay: float = 0.0
+    """AdamW weight decay."""
     grad_clip: float = 1.0
+    """Gradient-norm clip."""
     micro_batch: int = 16
+    """Sequences per forward/backward pass (gradient accumulation beyond it)."""
     mini_batches: int = 1
+    """Optimizer steps per update: the update's batch is split into this many."""
     dtype: str = "float32"
+    """Weights dtype of the policy: float32 or bfloat16."""
     device: str = "auto"
-    max_prompt_tokens: Optional[int] = None  # the template's (Search-QA 4096), else 2048
-    observation_tokens: Optional[int] = None  # the template's cut of observations (Search-QA 500)
+    """cpu, cuda or auto."""
+    max_prompt_tokens: Optional[int] = None
+    """Prompt budget, cut from the left (null: the template's, else 2048)."""
+    observation_tokens: Optional[int] = None
+    """Cut of each observation in the prompt (null: the template's)."""
     # -- losses (LossConfig presets fill what is None)
     clip: float = 0.2
+    """PPO clip range ε of the policy-gradient term."""
     kl_coef: Optional[float] = None
+    """β_KL of the k3 KL to the frozen reference (null: the algorithm's preset)."""
     opd_coef: Optional[float] = None
+    """λ of the gated on-policy distillation loss (null: the algorithm's preset)."""
     gate_beta: Optional[float] = None
+    """β of the OPD gate σ(β·Δ) (null: the algorithm's preset)."""
     pg_coef: Optional[float] = None
+    """Weight of the PPO clip term; 0 is pure distillation (null: the preset)."""
     # -- skills
     analyzer: Literal["policy", "rule", "openai"] = "policy"
+    """Who labels episodes with skills: the policy, the env's rule analyzer or an OpenAI-compatible server."""
     analyzer_url: Optional[str] = None
+    """Base URL of the analyzer server (analyzer=openai)."""
     analyzer_model: Optional[str] = None
+    """Model name sent to the analyzer server (analyzer=openai)."""
     analyzer_max_new_tokens: int = 768
+    """Tokens per analyzer response."""
     skill_bank: Optional[str] = None
+    """Skill bank to load (null: the one the env profile declares)."""
     # -- SFT
     sft_data: Literal["expert", "skills"] = "expert"
-    sft_tasks: int = 400             # episodes collected for SFT (0: none; sft_runs only)
-    sft_runs: list[str] = []         # run folders whose finished episodes are SFT data too (e.g. expert evals)
+    """SFT examples: expert demonstrations, or base-policy episodes labelled with hindsight skills."""
+    sft_tasks: int = 400
+    """Episodes collected for SFT (0: none; sft_runs only)."""
+    sft_runs: list[str] = []
+    """Run folders whose finished episodes are SFT data too (e.g. expert evals)."""
     sft_epochs: int = 3
+    """Passes over the SFT data."""
     sft_lr: float = 1e-5
+    """Learning rate of SFT."""
     sft_batch: int = 16
-    sft_prompt_weight: float = 0.0   # > 0: also next-token loss on the prompt, at this weight
-    autocast: Optional[Literal["bfloat16", "float16"]] = None  # SFT forward passes under torch autocast
+    """Examples per SFT optimizer step."""
+    sft_prompt_weight: float = 0.0
+    """Weight of a next-token loss on the prompt too (0: responses only)."""
+    autocast: Optional[Literal["bfloat16", "float16"]] = None
+    """Run SFT forward passes under torch autocast in this dtype (null: off)."""
     # -- bookkeeping
     eval_every: int = 5
-    eval_splits: Optional[list[str]] = None  # the env's: seen + unseen, else test + unseen
+    """Evaluate every this many updates."""
+    eval_splits: Optional[list[str]] = None
+    """Splits evaluated (null: the env's seen + unseen, else test + unseen)."""
     eval_n: Optional[int] = 128
+    """Tasks per evaluated split (null: all)."""
     eval_temperature: float = 0.4
+    """Sampling temperature of evaluations."""
     eval_max_steps: Optional[int] = None
-    eval_batch: int = 16          # episodes played in lock-step (one batched forward per tick)
-    eval_choose: Literal["generate", "rank"] = "generate"  # "rank": score the admissible actions (agents/choice.py)
-    eval_rank_by: Literal["sum", "mean", "prefix"] = "prefix"  # the rule eval_choose="rank" picks by
-    eval_initial: bool = False    # also evaluate the starting model, as update 0
+    """Step budget of evaluation episodes (null: the env's)."""
+    eval_batch: int = 16
+    """Evaluation episodes played in lock-step (one batched forward per tick)."""
+    eval_choose: Literal["generate", "rank"] = "generate"
+    """How evaluation acts: generate, or "rank" the admissible actions (agents/choice.py)."""
+    eval_rank_by: Literal["sum", "mean", "prefix"] = "prefix"
+    """The rule eval_choose=rank picks by."""
+    eval_initial: bool = False
+    """Also evaluate the starting model, as update 0."""
     save_every: int = 1
+    """Write a checkpoint every this many updates."""
     keep_checkpoints: int = 2
+    """Checkpoints kept on disk (older ones are deleted)."""
 
     @field_validator("algo")
     @classmethod
@@ -181,12 +243,37 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} does not parse: {error}") from None
 
 
+def field_table() -> list[tuple[str, str, str, str]]:
+    """(name, type, default, meaning) of every :class:`TrainConfig` field, in declaration order;
+    a required field's default is ``required``."""
+    rows = []
+    for name, info in TrainConfig.model_fields.items():
+        kind = getattr(info.annotation, "__name__", None) if info.annotation in (int, float, str, bool) else None
+        kind = kind or str(info.annotation).replace("typing.", "")
+        default = "required" if info.is_required() else json.dumps(info.default)
+        rows.append((name, kind, default, info.description or ""))
+    return rows
+
+
+def check_keys(keys: list[str], where: str) -> None:
+    """Every key must be a :class:`TrainConfig` field; an unknown one names the nearest."""
+    for key in keys:
+        if key not in TrainConfig.model_fields:
+            close = difflib.get_close_matches(key, list(TrainConfig.model_fields), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"unknown config field {key!r} in {where}{hint} "
+                              "(every field: `seed-gym train --show-config`)")
+
+
 def build_config(base: dict[str, Any], file: str | Path | None = None, overrides: list[str] = ()) -> TrainConfig:
     data = dict(base)
     if file:
-        data.update(load_config_file(file))
+        loaded = load_config_file(file)
+        check_keys(list(loaded), str(file))
+        data.update(loaded)
     for text in overrides:
         key, value = parse_override(text)
+        check_keys([key], "--set")
         data[key] = value
     try:
         return TrainConfig(**data)

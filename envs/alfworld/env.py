@@ -67,6 +67,11 @@ class ALFWorldEnv(TextEnv):
         return TaskSet(task_set.splits, task_set.data_fingerprint, default_split=self.default_split,
                        aliases=task_set.aliases)
 
+    def _has_task(self, task_id: str) -> bool:
+        # An id's first folder names its split; never build the other (lazily generated) splits.
+        split = {folder: name for name, folder in alf_data.SPLIT_DIRS.items()}.get(task_id.split("/", 1)[0])
+        return split is not None and task_id in self.task_set().split(split)
+
     def describe(self) -> dict[str, Any]:
         return {"source": self.source.describe(), "engine": self.version, "expert": self.expert}
 

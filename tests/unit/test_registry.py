@@ -31,3 +31,18 @@ def test_a_plugin_env_registers_and_builds_by_name():
 def test_unknown_env_names_the_registered_ones():
     with pytest.raises(UnknownEnvError, match="alfworld"):
         seed_gym.make("nethack")
+
+
+def test_gymnasium_make_works_in_a_fresh_interpreter():
+    """Gymnasium 1.x has no plugin entry points (removed in 1.0); its own way to load a package's
+    envs from a fresh interpreter is the ``module:`` prefix, which imports seed_gym first."""
+    import subprocess
+    import sys
+
+    code = ("import gymnasium\n"
+            "env = gymnasium.make('seed_gym:seed_gym/SearchQA-v0')\n"
+            "observation, info = env.reset(seed=0)\n"
+            "print(type(env.unwrapped).__name__, sorted(info)[0])\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["SearchQAEnv", "admissible_actions"]

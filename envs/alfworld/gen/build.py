@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import multiprocessing
 import os
 import shutil
 import tempfile
@@ -30,6 +29,8 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExe
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from seed_gym.spawning import main_free_spawn_context
 
 from .candidates import make_candidate
 from .gamefiles import write_game
@@ -114,8 +115,9 @@ def default_workers() -> int:
 
 
 def _spawn_pool(workers: int) -> Executor:
-    """Worker processes (spawn: no forked engine state), each building its engine once."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+    """Worker processes (spawn: no forked engine state), each building its engine once; they
+    never re-run the caller's script, so an unguarded top-level ``seed_gym.make`` works."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=main_free_spawn_context(),
                                initializer=_init_worker)
 
 

@@ -26,8 +26,8 @@ class LampsEnv(TextEnv):
     version = "lamps-1"
     default_max_steps = 8
 
-    def __init__(self, max_steps: int | None = None, expert: bool = False) -> None:
-        # `expert`: evaluation asks for it when an agent plays the expert; this env always knows its plan.
+    def __init__(self, max_steps: int | None = None) -> None:
+        # No `expert` keyword: its expert is always on (it overrides _expert_action).
         super().__init__(max_steps=max_steps)
         self.order: list[int] = []
         self.lit: list[int] = []
