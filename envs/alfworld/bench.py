@@ -10,7 +10,10 @@ never wins, so every game costs about the same number of steps). Measured in one
   async batch env, one subprocess per game in the batch (B = workers); a reset or step time is
   one batch call;
 * our ``ALFWorldEnv`` with ``engine=stock`` and ``engine=fast``, one env per worker process,
-  games dealt round robin.
+  games dealt round robin. The fast engine runs twice: *cold*, with its on-disk translation store
+  off (every game of pass 1 is translated in the worker, as on a machine that never saw it), and
+  *store warm*, with a fresh store that the benchmark filled with these games' translations
+  beforehand (as after generation, which translates every game it verifies, or any earlier run).
 
 Rows give reset p50 (both passes, and pass 2 alone), step p50 and env-steps/s; each row's ratio
 is its env-steps/s over AlfredTWEnv's at the same parallelism. Workers warm up on a game outside
@@ -21,13 +24,17 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import multiprocessing as mp
+import os
 import random
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from seed_gym.envs.alfworld import translations
 from seed_gym.registry import make
 
 
@@ -41,8 +48,9 @@ def _p50(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _worker(env_kwargs: dict[str, Any], warm: str, plan: list[tuple[int, str]], steps: int, seed: int,
+def _worker(env_kwargs: dict[str, Any], store: str, warm: str, plan: list[tuple[int, str]], steps: int, seed: int,
             barrier: Any, queue: Any) -> None:
+    os.environ[translations.DISK_CACHE_VARIABLE] = store
     env = make("alfworld", **{**env_kwargs, "max_steps": steps})
     rng = random.Random(seed)
     _, info = env.reset(seed=0, options={"task_id": warm})
@@ -65,11 +73,12 @@ def _worker(env_kwargs: dict[str, Any], warm: str, plan: list[tuple[int, str]], 
     env.close()
 
 
-def _ours(task_ids: list[str], warm: str, steps: int, workers: int, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+def _ours(task_ids: list[str], warm: str, steps: int, workers: int, env_kwargs: dict[str, Any],
+          store: str = "off") -> dict[str, Any]:
     context = mp.get_context("spawn")
     barrier, queue = context.Barrier(workers), context.Queue()
     plans = [[(p, tid) for p in (1, 2) for tid in task_ids[w::workers]] for w in range(workers)]
-    procs = [context.Process(target=_worker, args=(env_kwargs, warm, plans[w], steps, w, barrier, queue))
+    procs = [context.Process(target=_worker, args=(env_kwargs, store, warm, plans[w], steps, w, barrier, queue))
              for w in range(workers)]
     for proc in procs:
         proc.start()
@@ -134,6 +143,21 @@ def _alfredtwenv(game_files: list[str], warm: str, steps: int, batch_size: int) 
             "steps_per_s": total_steps / elapsed}
 
 
+def _filled_store(root: Path, game_files: list[str]) -> str:
+    """A fresh translation store under ``root`` holding every game's translation; its setting."""
+    store = translations.Translations(1, translations.DiskStore(root / f"{translations.translator_version()}"
+                                                                       f"+{translations.STORE_TAG}"))
+    for game in game_files:
+        data = json.loads(Path(game).read_text())
+        store.task_and_sas(data["pddl_domain"], data["pddl_problem"])
+    return str(root)
+
+
+#: Our runners: (label, engine, translation store).
+def _runners(warm_store: str) -> list[tuple[str, str, str]]:
+    return [("stock", "stock", "off"), ("fast, cold", "fast", "off"), ("fast, store warm", "fast", warm_store)]
+
+
 def run_benchmark(*, games: int = 8, steps: int = 20, split: str = "unseen",
                   env_kwargs: dict[str, Any] | None = None, workers: tuple[int, ...] = (1, 2)) -> dict[str, Any]:
     env_kwargs = {k: v for k, v in dict(env_kwargs or {}).items() if k != "engine"}
@@ -142,14 +166,17 @@ def run_benchmark(*, games: int = 8, steps: int = 20, split: str = "unseen",
     root = probe.source.root
     game_files = [str(root / tid / "game.tw-pddl") for tid in task_ids]
     rows = []
-    for count in workers:
-        base = _alfredtwenv(game_files, str(root / warm / "game.tw-pddl"), steps, count)
-        rows.append({"runner": f"AlfredTWEnv batch_size={count}", "engine": "alfworld", "workers": count,
-                     **base, "ratio": 1.0})
-        for engine in ("stock", "fast"):
-            ours = _ours(task_ids, warm, steps, count, {**env_kwargs, "engine": engine})
-            rows.append({"runner": f"seed-gym {engine} workers={count}", "engine": engine, "workers": count,
-                         **ours, "ratio": ours["steps_per_s"] / base["steps_per_s"]})
+    with tempfile.TemporaryDirectory(prefix="seed-gym-bench-store-") as folder:
+        warm_store = _filled_store(Path(folder), game_files + [str(root / warm / "game.tw-pddl")])
+        for count in workers:
+            base = _alfredtwenv(game_files, str(root / warm / "game.tw-pddl"), steps, count)
+            rows.append({"runner": f"AlfredTWEnv batch_size={count}", "engine": "alfworld", "workers": count,
+                         **base, "ratio": 1.0})
+            for label, engine, store in _runners(warm_store):
+                ours = _ours(task_ids, warm, steps, count, {**env_kwargs, "engine": engine}, store)
+                rows.append({"runner": f"seed-gym {label} workers={count}", "engine": engine,
+                             "translation_store": "warm" if store != "off" else "off", "workers": count,
+                             **ours, "ratio": ours["steps_per_s"] / base["steps_per_s"]})
     return {"games": len(task_ids), "passes": 2, "steps": steps, "split": split, "data": probe.describe(),
             "engines": {"stock": make("alfworld", **{**env_kwargs, "engine": "stock"}).version,
                         "fast": probe.version},

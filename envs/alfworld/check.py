@@ -7,7 +7,8 @@ builds one stock and one fast engine (both with the fixed expert) and plays on b
    won or ``max_steps``);
 2. reset without a load, then ``random_steps`` seeded random admissible actions;
 3. a second load of the same game (the fast engine's caches now hit) + reset, then another seeded
-   random sequence.
+   random sequence, and at its end the PDDL planner's plan from that state (TextWorld's
+   ``replan``, which the fast engine prepares only when first asked).
 
 After every call it compares the observation, the admissible commands in order, ``won``, the
 score, the expert's plan, the facts, any exception the engine raised, and the state of the
@@ -61,6 +62,13 @@ class _Side:
         self.state = start_game(self.engine, game, self.rng, load=load)
         return _view(self.state, self.rng, None)
 
+    def replan(self) -> list[str]:
+        env = self.engine
+        while hasattr(env, "_wrapped_env"):  # the PddlEnv under ALFWorld's wrappers
+            env = env._wrapped_env
+        with self.rng.active():
+            return list(env._pddl_state.replan(env._entity_infos))
+
     def step(self, command: str) -> dict[str, Any]:
         previous, error = self.state, None
         try:
@@ -89,17 +97,19 @@ def check_game(game: str, *, random_steps: int = 15, max_steps: int = 50, reset_
                 differences.append(f"{game} {phase} step {step}: {key} differs: stock {a[key]!r:.200} "
                                    f"fast {b[key]!r:.200}")
 
-    def play(phase: str, load: bool, choose: Callable[[dict[str, Any]], str | None]) -> None:
+    def play(phase: str, load: bool, choose: Callable[[dict[str, Any]], str | None], planner: bool = False) -> None:
         a, b = stock.start(game, load), fast.start(game, load)
         compare(phase, 0, a, b)
-        for step in range(1, max_steps + 1):
-            if a["won"] or differences:
-                return
+        step = 0
+        while step < max_steps and not a["won"] and not differences:
             command = choose(a)
             if command is None:
-                return
+                break
+            step += 1
             a, b = stock.step(command), fast.step(command)
             compare(phase, step, a, b)
+        if planner and not a["won"] and not differences:
+            compare(f"{phase}, planner", step, {"plan": stock.replan()}, {"plan": fast.replan()})
 
     def expert(view: dict[str, Any]) -> str:
         plan = view["expert_plan"]
@@ -120,7 +130,7 @@ def check_game(game: str, *, random_steps: int = 15, max_steps: int = 50, reset_
     if not differences and reset_only:
         play("random-1 (reset only)", False, seeded("1"))
     if not differences:
-        play("random-2 (reloaded)", True, seeded("2"))
+        play("random-2 (reloaded)", True, seeded("2"), planner=True)
     return {"game": game, "compared": compared, "differences": differences}
 
 

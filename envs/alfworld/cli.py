@@ -115,6 +115,9 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
             table.add_row(label, *(str(row["rss_mib"].get(str(p), "-")) for p in result["checkpoints"]),
                           str(row["recycled"]), str(row["errors"]), str(row["seconds"]))
         console.print(table)
-        console.print(f"files added to the temp folder: {result['temp_files_added']}")
+        console.print(f"left in the workers' temp folder: {result['temp_files_left']} files, "
+                      f"{result['temp_bytes_left']} bytes; translation store grew by "
+                      f"{result['translation_store_files_added']} files, "
+                      f"{result['translation_store_bytes_added'] / 2**20:.1f} MiB (bounded by the games played)")
         if out:
             out.write_text(json.dumps(result, indent=2))

@@ -57,15 +57,20 @@ class ALFWorldEnv(TextEnv):
         self.expert = bool(expert)
         self.default_split = split
         self._engine: Any = None
+        self._task_set: TaskSet | None = None
         self._loaded_game: str | None = None
         self._state: Any = None
         self._rng = OwnRandom(0)
 
     # -- data ----------------------------------------------------------------------------
     def task_set(self) -> TaskSet:
-        task_set = self.source.task_set()
-        return TaskSet(task_set.splits, task_set.data_fingerprint, default_split=self.default_split,
-                       aliases=task_set.aliases)
+        # Built once per env: its splits are resolved (scanned, or generated) on first use only,
+        # and every reset checks its task id against them.
+        if self._task_set is None:
+            found = self.source.task_set()
+            self._task_set = TaskSet(found.splits, found.data_fingerprint, default_split=self.default_split,
+                                     aliases=found.aliases)
+        return self._task_set
 
     def _has_task(self, task_id: str) -> bool:
         # An id's first folder names its split; never build the other (lazily generated) splits.

@@ -10,11 +10,15 @@ a pure function of its input, so the caches are keyed by content:
   symbol it expands. Nothing mutates those dicts or their values during a derivation (a query
   makes new dicts, the grammar's expressions only read attributes), so here contexts are shared
   and a query builds new dicts (copy-on-write). The derivation visits symbols in the same order.
-* **the game's logic and SAS translation** — a load plus a reset parses the grammar with tatsu and
-  runs fast-downward's ``pddl2sas`` four times, all functions of the game file. Here the parsed
-  :class:`GameLogic` is kept per (domain, grammar) sha256 and the translation per
-  (domain, problem) sha256, in memory per process (LRU, ``SEED_GYM_ALFWORLD_CACHE`` games,
-  default 64). The downward library still loads the SAS text on every reset, as stock does.
+* **the game's logic** — a load parses the game's grammar document with tatsu, and every one of
+  its text templates again. Here the parsed :class:`GameLogic` is kept per (domain, grammar)
+  sha256, and each template string is parsed once per process, so a new game (whose grammar
+  differs from the others only by its goal text) parses only its document.
+* **the SAS translation** — a load plus a reset runs fast-downward's ``pddl2sas`` four times, all
+  functions of the game file. Here the translation is kept by content in memory and on disk
+  (:mod:`.translations`), and the planner's optimised translation is made only when the planner
+  first replans in a state (the text game never does). The downward library still loads the plain
+  SAS text on every reset, as stock does.
 
 Nothing in site-packages is edited: these are subclasses used only by engines built with
 ``engine="fast"``; a stock engine in the same process is untouched. The fast path is pinned to
@@ -24,12 +28,12 @@ alfworld 0.4.2 / textworld 1.7.0 and refuses other versions (:func:`check_versio
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import sys
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, defaultdict
 from typing import Any
+
+from seed_gym.envs.alfworld import translations
 
 PINNED = {"alfworld": "0.4.2", "textworld": "1.7.0"}
 FAST_TAG = "fast1"
@@ -61,47 +65,11 @@ def check_versions() -> None:
             "use --env-arg engine=stock (the untouched stack) or install the pinned versions")
 
 
-def _sha(*parts: str) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part.encode("utf-8"))
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
-class _LRU:
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.items: OrderedDict[str, Any] = OrderedDict()
-        self.hits = self.misses = 0
-
-    def get(self, key: str, build: Any) -> Any:
-        if key in self.items:
-            self.hits += 1
-            self.items.move_to_end(key)
-            return self.items[key]
-        self.misses += 1
-        value = build()
-        self.items[key] = value
-        while len(self.items) > self.size:
-            self.items.popitem(last=False)
-        return value
-
-
-def _cache_size() -> int:
-    try:
-        return max(1, int(os.environ.get("SEED_GYM_ALFWORLD_CACHE", "64")))
-    except ValueError:
-        return 64
-
-
-_LOGICS = _LRU(16)
-_TRANSLATIONS = _LRU(_cache_size())
+_LOGICS = translations.LRU(16)
 
 
 def cache_stats() -> dict[str, int]:
-    return {"logic_hits": _LOGICS.hits, "logic_misses": _LOGICS.misses,
-            "translation_hits": _TRANSLATIONS.hits, "translation_misses": _TRANSLATIONS.misses}
+    return {"logic_hits": _LOGICS.hits, "logic_misses": _LOGICS.misses, **translations.shared().stats()}
 
 
 # -- text generation -------------------------------------------------------------------------
@@ -124,18 +92,27 @@ def _node(symbol: Any) -> tuple:
     raise NotImplementedError(f"Unknown symbol: {type(symbol)}")
 
 
+_SYMBOLS: dict[str, list] = {}
 _TEMPLATES: dict[str, tuple] = {}
 _QUERIES: dict[str, Any] = {}
+
+
+def parsed_symbols(text: str) -> list:
+    """TextWorld's own parse of the template ``text`` (its symbol objects), once per process.
+    Callers must not mutate them (stock derivations deep-copy a rule's symbols before use)."""
+    symbols = _SYMBOLS.get(text)
+    if symbols is None:
+        from textworld.envs.pddl import textgen as tg
+
+        symbols = _SYMBOLS[text] = tg._parse_and_convert(text, rule_name="symbols", trace=False)
+    return symbols
 
 
 def parsed_template(text: str) -> tuple:
     """``text`` parsed once per process (TextWorld's parser), as a tuple of nodes."""
     nodes = _TEMPLATES.get(text)
     if nodes is None:
-        from textworld.envs.pddl import textgen as tg
-
-        nodes = tuple(_node(s) for s in tg._parse_and_convert(text, rule_name="symbols", trace=False))
-        _TEMPLATES[text] = nodes
+        nodes = _TEMPLATES[text] = tuple(_node(s) for s in parsed_symbols(text))
     return nodes
 
 
@@ -171,20 +148,18 @@ def _fast_grammar_class() -> type:
     class FastGrammar(tg.ContextSensitiveGrammar):
         """TextWorld's grammar with a derivation over parsed, shared trees (same output)."""
 
-        def __init__(self, grammar: Any) -> None:
+        def __init__(self, rules: dict[str, list[dict[str, Any]]]) -> None:
+            """The grammar of ``rules`` (name -> [{rhs, weight, condition}], the JSON a game's
+            grammar blocks hold), as ``ContextSensitiveGrammar.parse`` builds it, plus each rule
+            as a tree for :meth:`derive`."""
             super().__init__()
-            self.update(grammar)
             self._compiled: dict[str, list[tuple[str, tuple]]] = {}
-
-        def _rules_for(self, name: str) -> list[tuple[str, tuple]] | None:
-            compiled = self._compiled.get(name)
-            if compiled is None:
-                rules = self._rules.get(name)
-                if not rules:
-                    return None
-                compiled = [(rule.condition, tuple(_node(s) for s in rule.rhs)) for rule in rules]
-                self._compiled[name] = compiled
-            return compiled
+            for name, items in rules.items():
+                for item in items:
+                    condition = item.get("condition", "")
+                    self.add_rule(tg.ProductionRule(lhs=name, rhs=list(parsed_symbols(item["rhs"])),
+                                                    weight=item.get("weight", 1), condition=condition))
+                    self._compiled.setdefault(name, []).append((condition, parsed_template(item["rhs"])))
 
         def derive(self, start: str, context: dict = {}) -> str:  # noqa: B006 (stock signature)
             if check_flag("TW_CSG_TRACE") or check_flag("TW_CSG_DEBUG"):
@@ -220,7 +195,7 @@ def _fast_grammar_class() -> type:
             return "".join(map(str, out))
 
         def _expand(self, name: str, ctx: _Ctx) -> tuple:
-            rules = self._rules_for(name)
+            rules = self._compiled.get(name)
             if not rules:
                 raise tg.CSGUnknownSymbolError(tg.NonterminalSymbol(name))
             for condition, rhs in rules:
@@ -258,34 +233,48 @@ def _fast_grammar_class() -> type:
 _FAST_GRAMMAR: type | None = None
 
 
+def _logic_parts(grammar: str) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """The actions and the grammar rules of a game's grammar document, as TextWorld's converter
+    reads them (its ``walk_PddlDocumentNode``), with the rules left as JSON for :class:`FastGrammar`
+    to parse template by template through the per-process cache."""
+    from textworld.envs.pddl import logic as pddl_logic
+    from textworld.envs.pddl.logic import model
+
+    class PartsConverter(pddl_logic._ModelConverter):
+        def walk_PddlDocumentNode(self, node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+            actions: dict[str, Any] = {}
+            rules: dict[str, Any] = {}
+            for part in node.parts:
+                if isinstance(part, model.ActionTypeNode):
+                    action = self.walk(part)
+                    actions[action.name.lower()] = action
+                    kept = (line for line in action.grammar.split("\n") if not line.lstrip().startswith("#"))
+                    rules.update(json.loads("\n".join(kept)))
+                elif isinstance(part, model.ActionGrammarNode):
+                    rules.update(json.loads(self._unescape_block(part.code)))
+            return actions, rules
+
+    return PartsConverter().walk(pddl_logic._PARSER.parse(grammar, rule_name="pddlStart"))
+
+
 def cached_logic(domain: str, grammar: str) -> Any:
-    """The parsed game logic for (domain, grammar), shared by every fast engine of the process."""
+    """The parsed game logic for (domain, grammar), shared by every fast engine of the process:
+    what ``GameLogic(domain, grammar)`` builds, with a :class:`FastGrammar`."""
     global _FAST_GRAMMAR
+    import textworld.logic
     from textworld.envs.pddl import logic as pddl_logic
 
     if _FAST_GRAMMAR is None:
         _FAST_GRAMMAR = _fast_grammar_class()
 
     def build() -> Any:
-        logic = pddl_logic.GameLogic(domain=domain, grammar=grammar)
-        logic.grammar = _FAST_GRAMMAR(logic.grammar)
+        logic = pddl_logic.GameLogic.__new__(pddl_logic.GameLogic)
+        actions, rules = _logic_parts(grammar)
+        logic.domain, logic.actions, logic.types = domain, actions, textworld.logic.TypeHierarchy()
+        logic.grammar = _FAST_GRAMMAR(rules)
         return logic
 
-    return _LOGICS.get(_sha(domain, grammar), build)
-
-
-def cached_translation(domain: str, problem: str) -> tuple[Any, str, str]:
-    """fast-downward's (task, sas) and optimised sas for (domain, problem)."""
-    import fast_downward
-
-    def build() -> tuple[Any, str, str]:
-        task, sas = fast_downward.pddl2sas(domain, problem, verbose=False)
-        _, sas_replan = fast_downward.pddl2sas(domain, problem, verbose=False, optimize=True)
-        return task, sas, sas_replan
-
-    result = _TRANSLATIONS.get(_sha(domain, problem), build)
-    sys.argv = ["translate.py", "domain", "task"]  # pddl2sas leaves this behind; keep it so
-    return result
+    return _LOGICS.get(translations.content_key(domain, grammar), build)
 
 
 # -- the state and the env -------------------------------------------------------------------
@@ -295,7 +284,7 @@ def _fast_classes() -> tuple[type, type]:
     import textworld
     from textworld.envs.pddl import PddlEnv
     from textworld.envs.pddl import logic as pddl_logic
-    from textworld.logic import Proposition, Variable
+    from textworld.logic import Proposition, Signature, Variable
     from textworld.utils import check_flag
 
     class FastPddlState(pddl_logic.PddlState):
@@ -309,7 +298,8 @@ def _fast_classes() -> tuple[type, type]:
             self._logic = logic
             self.downward_lib = downward_lib
             self.pddl_problem = pddl_problem
-            self.task, self.sas, self.sas_replan = cached_translation(logic.domain, pddl_problem)
+            self.task, self.sas = translations.shared().task_and_sas(logic.domain, pddl_problem)
+            self._replan_loaded = False
             self._actions = {a.name: a for a in self.task.actions}
             for type_ in self.task.types:
                 try:
@@ -317,13 +307,76 @@ def _fast_classes() -> tuple[type, type]:
                 except ValueError:
                     pass
             downward_lib.load_sas(self.sas.encode("utf-8"))
-            downward_lib.load_sas_replan(self.sas_replan.encode("utf-8"))
             self.name2type = {o.name: o.type_name for o in self.task.objects}
-            self.add_facts([f for f in map(self._init_fact, self.task.init) if f is not None])
-            atoms = (pddl_logic.Atom * downward_lib.get_state_size())()
-            downward_lib.get_state(atoms)
+            self._sorted: dict[Any, list] = {}
+            # The facts of a fresh state are a function of the game: computed once per game (from
+            # the task's init and the library's state right after loading), then shared.
+            init_facts, state_facts = translations.shared().memo(
+                logic.domain, pddl_problem, "facts", self._initial_facts)
+            self.add_facts(init_facts)
+            self.add_facts(state_facts)
+
+        def _initial_facts(self) -> tuple[list, list]:
+            init = [f for f in map(self._init_fact, self.task.init) if f is not None]
+            atoms = (pddl_logic.Atom * self.downward_lib.get_state_size())()
+            self.downward_lib.get_state(atoms)
             current = (atom.get_fact(self.name2type) for atom in atoms)
-            self.add_facts([fact for fact in current if not fact.is_negation])
+            return init, [fact for fact in current if not fact.is_negation]
+
+        # Text generation sorts the facts of a signature for every query; here each signature's
+        # sorted facts are kept until a fact of that signature is added or removed.
+        def add_fact(self, prop: Any) -> None:
+            self._sorted.pop(prop.signature, None)
+            super().add_fact(prop)
+
+        def remove_fact(self, prop: Any) -> None:
+            self._sorted.pop(prop.signature, None)
+            super().remove_fact(prop)
+
+        def _sorted_facts(self, signature: Any) -> list:
+            found = self._sorted.get(signature)
+            if found is None:
+                found = self._sorted[signature] = sorted(self.facts_with_signature(signature))
+            return found
+
+        def _all_applicable_assignments(self, rule: Any, mapping: dict, used_vars: set,
+                                        new_phs_by_depth: list, depth: int) -> Any:
+            # TextWorld's recursion over the rule's preconditions, reading the kept sorted facts.
+            new_phs = new_phs_by_depth[depth]
+            if depth >= len(rule.preconditions):
+                yield from self._all_assignments(new_phs, mapping, used_vars, False)
+                return
+            pred = rule.preconditions[depth]
+            types = [self._logic.types.get(t) for t in pred.signature.types]
+            for subtypes in self._logic.types.multi_subtypes(types):
+                signature = Signature(pred.signature.name, [t.name for t in subtypes])
+                for prop in self._sorted_facts(signature):
+                    for ph, var in zip(pred.parameters, prop.arguments):
+                        existing = mapping.get(ph)
+                        if existing is None:
+                            if var in used_vars:
+                                break
+                            mapping[ph] = var
+                            used_vars.add(var)
+                        elif existing != var:
+                            break
+                    else:
+                        yield from self._all_applicable_assignments(rule, mapping, used_vars, new_phs_by_depth,
+                                                                    depth + 1)
+                    for ph in new_phs:
+                        var = mapping.pop(ph, None)
+                        used_vars.discard(var)
+
+        @property
+        def sas_replan(self) -> str:
+            return translations.shared().replan_sas(self._logic.domain, self.pddl_problem)
+
+        def replan(self, infos: Any) -> Any:
+            # Stock loads the planner's task with every state; it is loaded here on first use.
+            if not self._replan_loaded:
+                self.downward_lib.load_sas_replan(self.sas_replan.encode("utf-8"))
+                self._replan_loaded = True
+            return super().replan(infos)
 
         def _init_fact(self, atom: Any) -> Any:
             translate_pddl = fast_downward.translate.pddl  # imported by pddl2sas
@@ -361,6 +414,36 @@ def _fast_classes() -> tuple[type, type]:
             self._pddl_state = self._new_state()
             self._entity_infos = self._get_entity_infos()
 
+        def _gather_infos(self) -> None:
+            # TextWorld's, except that the facts list every command derivation's context holds is
+            # built once per call instead of once per admissible command (nothing mutates it), and
+            # the command templates once per game logic.
+            state, infos = self._pddl_state, self.state
+            infos["command_templates"] = _command_templates(self._logic)
+            infos["won"] = state.check_goal()
+            infos["lost"] = False
+            infos["_entity_infos"] = dict(self._entity_infos)
+            infos["_facts"] = list(state.facts)
+            if self.request_infos.facts:
+                infos["facts"] = list(map(self._get_human_readable_fact, infos["_facts"]))
+            infos["last_action"] = None
+            infos["_last_action"] = self._last_action
+            infos["_valid_actions"] = list(state.all_applicable_actions())
+            mapping = {k: info.name for k, info in self._entity_infos.items()}
+            facts = list(state.facts)
+            infos["_valid_commands"] = []
+            for action in infos["_valid_actions"]:
+                context = {"state": state, "facts": facts,
+                           "variables": {ph.name: self._entity_infos[var.name] for ph, var in action.mapping.items()},
+                           "mapping": action.mapping, "entity_infos": self._entity_infos}
+                action.command_template = self._logic.grammar.derive(action.command_template, context)
+                infos["_valid_commands"].append(action.format_command(mapping))
+            infos["admissible_commands"] = sorted(set(infos["_valid_commands"]))
+            if self.request_infos.moves:
+                infos["moves"] = self._moves
+            if self.request_infos.policy_commands:
+                infos["policy_commands"] = state.replan(self._entity_infos)
+
         def reset(self) -> Any:
             self._pddl_state = self._new_state()
             self.prev_state = None
@@ -377,6 +460,13 @@ def _fast_classes() -> tuple[type, type]:
             return self.state
 
     return FastPddlState, FastPddlEnv
+
+
+def _command_templates(logic: Any) -> list[str]:
+    templates = getattr(logic, "_seed_gym_command_templates", None)
+    if templates is None:
+        templates = logic._seed_gym_command_templates = sorted({a.template for a in logic.actions.values()})
+    return list(templates)
 
 
 _CLASSES: tuple[type, type] | None = None

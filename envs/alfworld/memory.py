@@ -6,8 +6,10 @@ random admissible actions, cycling through the games of a split, and its RSS is 
 (``recycle_after``) are measured in the same invocation, side by side (one worker each), so the
 figures compare like with like.
 The fast engine's per-process caches are bounded (``SEED_GYM_ALFWORLD_CACHE`` games), so growth
-up to the cache's size is expected and growth after it is a leak. The temp folder's file count
-(both runs together) is reported too: AgentBench's account of ALFWorld leaking disk is about temp files.
+up to the cache's size is expected and growth after it is a leak. Disk is measured too
+(AgentBench's account of ALFWorld leaking disk is about temp files): the workers get a private temp
+folder, whose files and bytes left at the end are reported (both runs together), and the growth of
+the fast engine's translation store, which is bounded by the number of distinct games.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from seed_gym.agent import make_agent
+from seed_gym.envs.alfworld import translations
 from seed_gym.pools import ProcessPool
 from seed_gym.registry import make
 from seed_gym.rollout import EpisodeSpec, run_rollouts, task_seed
@@ -38,8 +41,17 @@ def rss_bytes(pid: int | None) -> int | None:
     return None
 
 
-def _temp_files() -> int:
-    return sum(len(files) for _, _, files in os.walk(tempfile.gettempdir()))
+def folder_usage(root: str | os.PathLike[str]) -> tuple[int, int]:
+    """(files, bytes) under ``root``; (0, 0) when it does not exist."""
+    files = size = 0
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:
+                size += os.path.getsize(os.path.join(folder, name))
+                files += 1
+            except OSError:  # removed while we looked
+                pass
+    return files, size
 
 
 def cycled_episodes(task_ids: list[str], episodes: int, seed: int = 0) -> list[EpisodeSpec]:
@@ -81,9 +93,25 @@ def run_memory_benchmark(*, episodes: int = 1000, recycle_after: int = 250, step
     probe = make("alfworld", **env_kwargs)
     task_ids = probe.task_set().split(split).task_ids
     checkpoints = sorted({episodes // 4, episodes // 2, episodes} - {0})
-    files_before = _temp_files()
-    with ThreadPoolExecutor(max_workers=2) as threads:  # the work is in the worker processes
-        rows = list(threads.map(lambda r: measure(task_ids, episodes=episodes, checkpoints=checkpoints, steps=steps,
-                                                  recycle_after=r, env_kwargs=env_kwargs), (None, recycle_after)))
-    return {"temp_files_added": _temp_files() - files_before, "episodes": episodes, "steps": steps, "split": split, "games": len(task_ids),
+    store = translations.disk_store_root()
+    store_before = folder_usage(store) if store else (0, 0)
+    with tempfile.TemporaryDirectory(prefix="seed-gym-memory-bench-") as private_tmp:
+        previous = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = private_tmp  # the workers' temp folder: what they leave is theirs
+        try:
+            with ThreadPoolExecutor(max_workers=2) as threads:  # the work is in the worker processes
+                rows = list(threads.map(lambda r: measure(task_ids, episodes=episodes, checkpoints=checkpoints,
+                                                          steps=steps, recycle_after=r, env_kwargs=env_kwargs),
+                                        (None, recycle_after)))
+        finally:
+            if previous is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = previous
+        temp_files, temp_bytes = folder_usage(private_tmp)
+    store_after = folder_usage(store) if store else (0, 0)
+    return {"temp_files_left": temp_files, "temp_bytes_left": temp_bytes,
+            "translation_store_files_added": store_after[0] - store_before[0],
+            "translation_store_bytes_added": store_after[1] - store_before[1],
+            "episodes": episodes, "steps": steps, "split": split, "games": len(task_ids),
             "checkpoints": [0, *checkpoints], "engine": probe.version, "data": probe.describe(), "rows": rows}

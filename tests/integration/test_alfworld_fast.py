@@ -31,7 +31,9 @@ def test_a_few_official_games_play_identically_on_both_engines(games):
         result = check.check_game(game, random_steps=8)
         assert result["differences"] == []
         assert result["compared"] >= 3 + 8 + 8  # three starts and both random sequences
-    assert fast.cache_stats()["translation_hits"] >= 3  # the reloads and resets came from the cache
+    stats = fast.cache_stats()
+    assert stats["translation_hits"] >= 3  # the reloads and resets came from the cache
+    assert stats["disk_writes"] >= 3  # and the translations were stored for other processes
 
 
 def test_the_checker_catches_a_changed_observation(games, monkeypatch):
@@ -46,6 +48,19 @@ def test_the_checker_catches_a_changed_observation(games, monkeypatch):
     monkeypatch.setattr(grammar, "derive", tampered)
     result = check.check_game(games[3], random_steps=2)
     assert result["differences"] and "observation differs" in result["differences"][0]
+
+
+def test_the_checker_catches_a_changed_plan(games, monkeypatch):
+    check._engines()
+    state_class = fast._CLASSES[0]
+    original = state_class.replan
+
+    def replan(self, infos):
+        return list(reversed(original(self, infos)))
+
+    monkeypatch.setattr(state_class, "replan", replan)
+    result = check.check_game(games[2], random_steps=2)
+    assert result["differences"] and "planner" in result["differences"][0] and "plan differs" in result["differences"][0]
 
 
 def test_the_checker_catches_a_changed_random_stream(games, monkeypatch):
@@ -65,6 +80,7 @@ def test_env_records_which_engine_played(official_alfworld):
     fast_env = seed_gym.make("alfworld", data=str(official_alfworld))
     stock_env = seed_gym.make("alfworld", data=str(official_alfworld), engine="stock")
     assert fast_env.version == FAST_ENGINE_VERSION and fast_env.describe()["engine"] == FAST_ENGINE_VERSION
+    assert fast_env.task_set() is fast_env.task_set()  # built once: resets never rescan the game tree
     assert stock_env.version == STOCK_ENGINE_VERSION and stock_env.describe()["engine"] == STOCK_ENGINE_VERSION
     task_id = fast_env.task_set().split("unseen").task_ids[5]
     a, b = (e.reset(seed=0, options={"task_id": task_id}) for e in (fast_env, stock_env))
@@ -105,6 +121,7 @@ def test_memory_benchmark_reports_rss_with_and_without_recycling(official_alfwor
 
     result = run_memory_benchmark(episodes=4, recycle_after=2, steps=2, env_kwargs={"data": str(official_alfworld)})
     assert result["checkpoints"] == [0, 1, 2, 4] and result["engine"] == FAST_ENGINE_VERSION
+    assert result["temp_files_left"] == 0  # workers leave nothing in their temp folder
     never, recycled = result["rows"]
     assert never["recycled"] == 0 and recycled["recycled"] == 1  # replaced before the 3rd episode
     for row in (never, recycled):

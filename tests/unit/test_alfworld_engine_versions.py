@@ -1,4 +1,4 @@
-"""The fast engine's bookkeeping: engine names and versions, the version pin, the caches' bounds.
+"""The fast engine's bookkeeping: engine names and versions, the version pin.
 (That it plays like stock is proven on the real engine in tests/integration/test_alfworld_fast.py.)"""
 
 import pytest
@@ -22,16 +22,6 @@ def test_the_fast_path_is_pinned_to_the_versions_it_was_written_for(monkeypatch)
     monkeypatch.setattr(fast, "installed_versions", lambda: {"alfworld": "0.5.0", "textworld": "1.7.0"})
     with pytest.raises(fast.EngineVersionError, match="engine=stock"):
         fast.check_versions()
-
-
-def test_content_keys_and_lru_eviction():
-    assert fast._sha("a", "bc") != fast._sha("ab", "c")  # parts are delimited
-    built = []
-    cache = fast._LRU(2)
-    for key in ["x", "y", "x", "z", "y"]:
-        cache.get(key, lambda key=key: built.append(key) or key.upper())
-    assert built == ["x", "y", "z", "y"]  # "x" hit; "z" evicted "y" (least recently used)
-    assert list(cache.items) == ["z", "y"] and cache.hits == 1 and cache.misses == 4
 
 
 def test_memory_benchmark_cycles_games_with_new_group_indices_and_reads_rss():
