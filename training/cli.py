@@ -14,13 +14,17 @@ from seed_gym.training.algorithms import names as algorithm_names
 console = Console()
 
 SHOWN = ("success_rate", "reward_mean", "loss", "pg_loss", "opd_loss", "gate_mean", "gate_active_ratio",
-         "teacher_gap_mean", "kl_loss", "skill_parse_rate", "seconds")
+         "teacher_gap_mean", "kl_loss", "skill_parse_rate", "sampling_logprob_gap", "seconds")
 
 
 def _describe(row: dict[str, Any]) -> str:
+    from seed_gym.training.costs import console_summary
+
     if "split" in row:
         return f"eval {row['split']}: success {100 * row['success_rate']:.1f}% over {row['episodes']} episodes"
-    return "  ".join(f"{k}={row[k]:.4g}" for k in SHOWN if isinstance(row.get(k), (int, float)))
+    values = "  ".join(f"{k}={row[k]:.4g}" for k in SHOWN if isinstance(row.get(k), (int, float)))
+    phases = console_summary(row)
+    return f"{values}\n    {phases}" if phases else values
 
 
 def show_config(value: bool) -> None:
@@ -70,7 +74,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         console.print(f"[bold]{cfg.algo}[/] on {cfg.env} from {cfg.model} -> {cfg.out}")
         with console.status("training...") as status:
             def on_row(row: dict[str, Any]) -> None:
-                status.update(f"update {row['update']}: {_describe(row)}")
+                status.update(f"update {row['update']}: {_describe(row).splitlines()[0]}")
                 console.print(f"[dim]update {row['update']}[/] {_describe(row)}")
             train(cfg, on_row, on_status=status.update)
         console.print(f"metrics: {Path(cfg.out) / 'metrics.jsonl'}; checkpoints: {Path(cfg.out) / 'checkpoints'}")

