@@ -185,6 +185,33 @@ def compare_greedy(engine_backend: Any, policy: Any, prompts: list[Any], *, max_
             "trainer_tokens": [list(t.token_ids or []) for t in trainer]}
 
 
+def train_and_sync(policy: Any, engine: RolloutEngine, optimizer: Any, prompts: list[Any], *, updates: int,
+                   sync: bool = True, max_new_tokens: int = 16, group: int = 2, seed: int = 0) -> list[dict[str, float]]:
+    """``updates`` GRPO updates of ``policy`` on the engine's own samples of ``prompts`` (``group``
+    each, temperature 1, rewarded by their number of distinct tokens, so that advantages are not
+    zero however long the samples are), each followed by a sync
+    unless ``sync`` is False: the loop ``seed-gym train`` runs, without envs. Returns each
+    update's statistics (with the sync's seconds and probe gap)."""
+    from seed_gym.agents.backends.base import SamplingParams
+    from seed_gym.training.batch import StepSample
+    from seed_gym.training.losses import LossConfig
+    from seed_gym.training.update import rl_update
+
+    rows = []
+    batch = [p for p in prompts for _ in range(group)]
+    for index in range(updates):
+        params = SamplingParams(max_new_tokens=max_new_tokens, temperature=1.0, seed=seed * 1_000_003 + index)
+        generations = engine.backend.generate(batch, params)
+        samples = [StepSample(messages=list(batch[i]), response_ids=list(g.token_ids or []), episode_id=f"{index}-{i}",
+                              group_id=str(i // group), reward=float(len(set(g.token_ids or []))))
+                   for i, g in enumerate(generations)]
+        stats = rl_update(policy, None, samples, None, optimizer, LossConfig.for_algo("grpo", kl_coef=0.0),
+                          seed=seed + index)
+        synced = engine.sync(policy) if sync else SyncStats()
+        rows.append({**stats, "sync_seconds": synced.seconds, "probe_gap": synced.probe_gap})
+    return rows
+
+
 def start_engine(kind: str, policy: Any, *, sharded: bool = False, **vllm_options: Any) -> RolloutEngine:
     """The rollout engine of ``kind`` (``hf`` or ``vllm``) on ``policy``'s current weights."""
     if kind == "hf":
