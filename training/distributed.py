@@ -27,7 +27,8 @@ differences:
 * a checkpoint is still a ``save_pretrained`` folder: every rank takes part in gathering the full
   weights and the full optimizer state, rank 0 writes them (optimizer state keyed by parameter
   name); a resumed run loads the folder on every rank and shards it again;
-* ``rank_param_spread`` is not logged: there is one copy of each weight.
+* ``rank_param_spread`` is not logged (there is one copy of each weight); ``rank_param_share``,
+  the share of the weights rank 0 holds, is (about 1/W).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class DataParallel:
         """Shard ``policy``'s model under fsdp (module rules); otherwise leave it as it is."""
         if not self.sharded:
             return
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import FSDPModule, fully_shard
 
         model = policy.model
         layer_classes = set(getattr(model, "_no_split_modules", None) or ())
@@ -73,8 +74,10 @@ class DataParallel:
             if type(module).__name__ in layer_classes:
                 fully_shard(module)
         fully_shard(model)
-        model.set_gradient_divide_factor(1.0)  # a sum over ranks, as sum_gradients does
-        model.set_force_sum_reduction_for_comms(True)
+        for module in model.modules():  # each sharded unit reduces its own gradients
+            if isinstance(module, FSDPModule):
+                module.set_gradient_divide_factor(1.0)  # a sum over ranks, as sum_gradients does
+                module.set_force_sum_reduction_for_comms(True)
         policy.sharded, policy.lockstep = True, self.max
 
     def max(self, value: int) -> int:
@@ -152,6 +155,11 @@ class DataParallel:
         torch.distributed.all_reduce(high, op=torch.distributed.ReduceOp.MAX)
         torch.distributed.all_reduce(low, op=torch.distributed.ReduceOp.MIN)
         return float(high.item() - low.item())
+
+    def parameter_share(self, model: Any) -> float:
+        """The share of the model's weights this rank holds: 1 for a replica, about 1/W sharded."""
+        held = sum(p.to_local().numel() if hasattr(p, "to_local") else p.numel() for p in model.parameters())
+        return held / max(1, sum(p.numel() for p in model.parameters()))
 
     def barrier(self) -> None:
         if self.enabled:

@@ -123,6 +123,9 @@ class Policy:
         of a sharded model (rank 0 writes it)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
+        if state is not None:  # gathered copies are not shared tensors: drop the tied ones as save_pretrained would
+            tied = getattr(self.model, "all_tied_weights_keys", None) or {}
+            state = {name: tensor for name, tensor in state.items() if name not in tied}
         self.model.save_pretrained(str(folder), state_dict=state)
         self.tokenizer.save_pretrained(str(folder))
         return folder

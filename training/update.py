@@ -177,7 +177,9 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
         "teacher_coverage": parallel.sum(float(has_teacher.sum())) / count if teacher is not None else 0.0,
         "format_valid_rate": parallel.sum(float(sum(s.valid_format for s in samples))) / count,
     })
-    if not parallel.sharded:
+    if parallel.sharded:
+        result["rank_param_share"] = parallel.parameter_share(policy.model)
+    else:
         result["rank_param_spread"] = parallel.parameter_spread(policy.model)
     gap, gap_tokens = (parallel.sum(value) for value in sampling_gap(samples, old))
     if gap_tokens:
