@@ -212,10 +212,12 @@ def train_and_sync(policy: Any, engine: RolloutEngine, optimizer: Any, prompts: 
     return rows
 
 
-def start_engine(kind: str, policy: Any, *, sharded: bool = False, **vllm_options: Any) -> RolloutEngine:
-    """The rollout engine of ``kind`` (``hf`` or ``vllm``) on ``policy``'s current weights."""
+def start_engine(kind: str, policy: Any, *, sharded: bool = False, batch_size: int = 32,
+                 **vllm_options: Any) -> RolloutEngine:
+    """The rollout engine of ``kind`` (``hf``: ``batch_size`` rows per ``generate``; ``vllm``:
+    :class:`ColocatedVLLM`'s options) on ``policy``'s current weights."""
     if kind == "hf":
-        return SharedWeights(policy, sharded=sharded)
+        return SharedWeights(policy, sharded=sharded, batch_size=batch_size)
     if kind == "vllm":
         return ColocatedVLLM(policy, **vllm_options)
     raise ValueError(f"unknown rollout backend {kind!r}; use hf or vllm")

