@@ -19,6 +19,9 @@ eval               periodic evaluation after the update            ``tokens/eval
 =================  ==============================================  ===============================
 
 Under ``torchrun`` the figures are rank 0's (its share of the rollouts and of the batch).
+
+``python -m seed_gym.training.costs RUN [RUN ...]`` prints the per-phase table of training runs
+(mean per update over their ``metrics.jsonl``).
 """
 
 from __future__ import annotations
@@ -103,3 +106,37 @@ class TokenMeter:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def phase_table(rows: Sequence[dict[str, Any]]) -> list[tuple[str, float, float, float]]:
+    """(phase, mean seconds per update, share of the phases' time, mean count per update) over the
+    update rows of a ``metrics.jsonl``."""
+    updates = [row for row in rows if "split" not in row and "time/env_s" in row]
+    if not updates:
+        return []
+    seconds = {p: sum(row.get(f"time/{p}_s", 0.0) for row in updates) / len(updates) for p in PHASES}
+    total = sum(seconds.values()) or 1.0
+    return [(p, seconds[p], seconds[p] / total, sum(row.get(COUNTS[p], 0.0) for row in updates) / len(updates))
+            for p in PHASES]
+
+
+def main(argv: Sequence[str]) -> None:
+    import json
+    from pathlib import Path
+
+    for run in argv:
+        rows = [json.loads(line) for line in (Path(run) / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        table = phase_table(rows)
+        updates = [row for row in rows if "split" not in row]
+        engines = sorted({str(row.get("rollout_backend", "hf")) for row in updates})
+        print(f"{run}: {len(updates)} updates, rollout backend {', '.join(engines) or '?'}")
+        print(f"  {'phase':<17}{'s/update':>10}{'share':>8}{'count/update':>16}")
+        for phase, secs, share, count in table:
+            unit = {"env": "steps", "sync": "bytes"}.get(phase, "tokens")
+            print(f"  {phase:<17}{secs:>10.2f}{100 * share:>7.1f}%{count:>10.0f} {unit}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

@@ -27,6 +27,7 @@ GPU when awake.
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -186,10 +187,10 @@ def compare_greedy(engine_backend: Any, policy: Any, prompts: list[Any], *, max_
 
 
 def train_and_sync(policy: Any, engine: RolloutEngine, optimizer: Any, prompts: list[Any], *, updates: int,
-                   sync: bool = True, max_new_tokens: int = 16, group: int = 2, seed: int = 0) -> list[dict[str, float]]:
+                   sync: bool = True, max_new_tokens: int = 16, group: int = 4, seed: int = 0) -> list[dict[str, float]]:
     """``updates`` GRPO updates of ``policy`` on the engine's own samples of ``prompts`` (``group``
-    each, temperature 1, rewarded by their number of distinct tokens, so that advantages are not
-    zero however long the samples are), each followed by a sync
+    each, temperature 1, rewarded by a hash of their tokens: any two different samples get different
+    rewards, so advantages are not zero whatever the model writes), each followed by a sync
     unless ``sync`` is False: the loop ``seed-gym train`` runs, without envs. Returns each
     update's statistics (with the sync's seconds and probe gap)."""
     from seed_gym.agents.backends.base import SamplingParams
@@ -203,13 +204,81 @@ def train_and_sync(policy: Any, engine: RolloutEngine, optimizer: Any, prompts: 
         params = SamplingParams(max_new_tokens=max_new_tokens, temperature=1.0, seed=seed * 1_000_003 + index)
         generations = engine.backend.generate(batch, params)
         samples = [StepSample(messages=list(batch[i]), response_ids=list(g.token_ids or []), episode_id=f"{index}-{i}",
-                              group_id=str(i // group), reward=float(len(set(g.token_ids or []))))
+                              group_id=str(i // group), reward=_token_hash(g.token_ids or []))
                    for i, g in enumerate(generations)]
         stats = rl_update(policy, None, samples, None, optimizer, LossConfig.for_algo("grpo", kl_coef=0.0),
                           seed=seed + index)
         synced = engine.sync(policy) if sync else SyncStats()
         rows.append({**stats, "sync_seconds": synced.seconds, "probe_gap": synced.probe_gap})
     return rows
+
+
+def sync_check(model: str, prompts: list[Any], *, updates: int = 2, dtype: str = "float32", device: str = "cpu",
+               max_new_tokens: int = 16, lr: float = 1e-3) -> dict[str, Any]:
+    """The proof that the sync works, on ``model`` in ``dtype``: greedy agreement before any update,
+    after ``updates`` synced GRPO updates (and how far they moved the policy's log-probs), and after
+    as many more updates without the sync (plus the probe check's error, expected then)."""
+    import torch
+
+    from seed_gym.training.policy import Policy
+
+    torch.manual_seed(0)
+    policy = Policy.load(model, dtype=dtype, device=device)
+    engine = ColocatedVLLM(policy, dtype=dtype, max_model_len=2048)
+    try:
+        optimizer = torch.optim.AdamW(policy.model.parameters(), lr=lr)
+        report: dict[str, Any] = {"before": compare_greedy(engine.backend, policy, prompts,
+                                                           max_new_tokens=max_new_tokens)}
+        prompt_ids, first_tokens = [policy.encode_prompt(p) for p in prompts], report["before"]["trainer_tokens"]
+        start = policy.logprobs_chunked(prompt_ids, first_tokens)
+        report["updates"] = train_and_sync(policy, engine, optimizer, prompts, updates=updates,
+                                           max_new_tokens=max_new_tokens)
+        report["moved"] = max(float((a - b).abs().max())
+                              for a, b in zip(policy.logprobs_chunked(prompt_ids, first_tokens), start))
+        report["synced"] = compare_greedy(engine.backend, policy, prompts, max_new_tokens=max_new_tokens)
+        train_and_sync(policy, engine, optimizer, prompts, updates=updates, sync=False, seed=1,
+                       max_new_tokens=max_new_tokens)
+        report["unsynced"] = compare_greedy(engine.backend, policy, prompts, max_new_tokens=max_new_tokens)
+        try:
+            engine.verify(policy)
+            report["verify_error"] = None
+        except WeightSyncError as error:
+            report["verify_error"] = str(error)
+        report["baseline_gap"], report["threshold"] = engine.baseline_gap, engine.threshold
+        return report
+    finally:
+        engine.close()
+
+
+def main(argv: list[str]) -> None:
+    """``python -m seed_gym.training.weight_sync MODEL OUT.json ENV:SPLIT ... [--device cuda]``: the
+    sync check (:func:`sync_check`) on the first-step prompts of two tasks per ``ENV:SPLIT``; the
+    report goes to ``OUT.json`` and its summary to stdout."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from seed_gym.agents.bench import first_step_prompts
+
+    parser = argparse.ArgumentParser(prog="python -m seed_gym.training.weight_sync")
+    parser.add_argument("model")
+    parser.add_argument("out")
+    parser.add_argument("envs", nargs="+", help="ENV:SPLIT, e.g. an env id and its test split")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--per-env", type=int, default=2)
+    args = parser.parse_args(argv)
+    prompts = []
+    for item in args.envs:
+        env, _, split = item.partition(":")
+        prompts += first_step_prompts(env, split or "test", args.per_env)
+    report = sync_check(args.model, prompts, dtype=args.dtype, device=args.device)
+    Path(args.out).write_text(json.dumps(report))
+    for stage in ("before", "synced", "unsynced"):
+        print(f"{stage:>9}: {report[stage]['same_tokens']}/{report[stage]['prompts']} prompts with identical greedy "
+              f"tokens, max |log-prob gap| {report[stage]['max_logprob_gap']:.3g}")
+    print(f"   policy moved by up to {report['moved']:.3g} in log-prob; probe check without the sync: "
+          f"{'raised WeightSyncError' if report['verify_error'] else 'PASSED (bad: the skipped sync went unnoticed)'}")
 
 
 def start_engine(kind: str, policy: Any, *, sharded: bool = False, batch_size: int = 32,
@@ -223,6 +292,11 @@ def start_engine(kind: str, policy: Any, *, sharded: bool = False, batch_size: i
     raise ValueError(f"unknown rollout backend {kind!r}; use hf or vllm")
 
 
+def _token_hash(token_ids: list[int]) -> float:
+    """A reward in [0, 1) that tells any two token sequences apart."""
+    return zlib.crc32(repr(list(token_ids)).encode()) / 2**32
+
+
 def _nbytes(tensors: Iterable[Any]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
@@ -233,3 +307,9 @@ def _cuda() -> bool:
     except ImportError:
         return False
     return str(getattr(current_platform, "device_type", "")) == "cuda"
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

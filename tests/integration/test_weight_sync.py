@@ -67,32 +67,12 @@ def test_skipping_the_sync_is_detected(report):
 
 # -- the child process --------------------------------------------------------------------------
 def main(model: str, out: str) -> None:
-    import torch
-
     from seed_gym.agents.bench import first_step_prompts
-    from seed_gym.training.policy import Policy
-    from seed_gym.training.weight_sync import ColocatedVLLM, WeightSyncError, compare_greedy, train_and_sync
+    from seed_gym.training.weight_sync import sync_check
 
     prompts = [p for env, (split, kwargs) in ENVS.items()
                for p in first_step_prompts(env, split, PER_ENV, env_kwargs=kwargs)]
-    torch.manual_seed(0)
-    policy = Policy.load(model, dtype="float32", device="cpu")
-    engine = ColocatedVLLM(policy, dtype="float32", max_model_len=2048)
-    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=1e-3)
-    report: dict = {"before": compare_greedy(engine.backend, policy, prompts, max_new_tokens=MAX_NEW_TOKENS)}
-    prompt_ids, first_tokens = [policy.encode_prompt(p) for p in prompts], report["before"]["trainer_tokens"]
-    start = policy.logprobs_chunked(prompt_ids, first_tokens)
-    report["updates"] = train_and_sync(policy, engine, optimizer, prompts, updates=UPDATES)
-    report["moved"] = max(float((a - b).abs().max()) for a, b in zip(policy.logprobs_chunked(prompt_ids, first_tokens), start))
-    report["synced"] = compare_greedy(engine.backend, policy, prompts, max_new_tokens=MAX_NEW_TOKENS)
-    train_and_sync(policy, engine, optimizer, prompts, updates=UPDATES, sync=False, seed=1)
-    report["unsynced"] = compare_greedy(engine.backend, policy, prompts, max_new_tokens=MAX_NEW_TOKENS)
-    try:
-        engine.verify(policy)
-        report["verify_error"] = None
-    except WeightSyncError as error:
-        report["verify_error"] = str(error)
-    engine.close()
+    report = sync_check(model, prompts, updates=UPDATES, max_new_tokens=MAX_NEW_TOKENS)
     Path(out).write_text(json.dumps(report))
 
 
