@@ -24,9 +24,10 @@ from seed_gym.registry import make
 from seed_gym.rollout import plan_episodes, run_rollouts
 
 
-def first_step_prompts(env_id: str, split: str, n: int, *, seed: int = 0) -> list[list[dict[str, str]]]:
+def first_step_prompts(env_id: str, split: str, n: int, *, seed: int = 0,
+                       env_kwargs: dict[str, Any] | None = None) -> list[list[dict[str, str]]]:
     """The prompts a model agent would see at step 0 of the first ``n`` tasks of a split."""
-    env = make(env_id)
+    env = make(env_id, **(env_kwargs or {}))
     agent = ModelAgent(seed=seed, env_id=env_id)  # builds prompts; no backend is loaded
     try:
         task_ids = env.task_set().split(split).select(n)

@@ -103,8 +103,12 @@ def prepare(config: EvalConfig) -> PreparedRun:
 
 
 def evaluate(config: EvalConfig, *, overwrite: bool = False,
-             on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Run (or resume) one evaluation; returns the summary that lands in ``summary.json``."""
+             on_progress: Callable[[int, int], None] | None = None, backend: Any = None) -> dict[str, Any]:
+    """Run (or resume) one evaluation; returns the summary that lands in ``summary.json``.
+
+    ``backend``: a generation backend already holding the weights of the model the agent spec names
+    (a trainer's rollout engine), which the model agent then uses instead of loading them; it is
+    left open."""
     prepared = prepare(config)
     run = RunDir(config.out)
     if overwrite and run.exists():
@@ -120,7 +124,8 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
         on_progress(done, total)
     started = time.perf_counter()
     if todo:
-        agent = make_agent(config.agent, seed=config.seed)
+        agent = (make_agent(config.agent, seed=config.seed) if backend is None else
+                 agent_class(config.agent)(AgentSpec.parse(config.agent), seed=config.seed, backend=backend))
         agent.bind_env(config.env)
         num_slots = min(len(todo), config.live_episodes or 4 * max(1, config.workers))
 
@@ -137,7 +142,8 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
                            recycle_after=config.recycle_after) as pool:
                 run_rollouts(pool, agent, todo, on_records=persist)
         finally:
-            agent.close()
+            if backend is None:  # a backend passed in stays open: it is the caller's
+                agent.close()
     records = [r for r in run.finished().values() if r.episode_id in planned]
     summary = {
         **{k: prepared.identity[k] for k in ("env", "env_version", "split", "agent", "split_fingerprint",

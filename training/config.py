@@ -3,7 +3,8 @@
 Precedence: the algorithm's defaults (seed-method.md §9: the paper's settings) < a TOML/JSON config
 file (``--config``) < ``--set key=value`` overrides. The resolved config is written to
 ``OUT/config.json`` and a resumed run must match it, except for how long it runs (``updates``,
-``sft_epochs``) and bookkeeping (evaluation and checkpoint cadence, worker count).
+``sft_epochs``) and bookkeeping (evaluation and checkpoint cadence, worker count, the rollout
+engine's memory settings and sync tolerance).
 """
 
 from __future__ import annotations
@@ -77,6 +78,19 @@ class TrainConfig(BaseModel):
     """Replace each env worker after this many episodes (null: never)."""
     live_episodes: int = 64
     """Env instances alive at once per rank; an update's episodes beyond it wait."""
+    # -- rollout engine
+    rollout_backend: Literal["hf", "vllm"] = "hf"
+    """Generates rollouts, skills and evals: hf (the training weights) or vllm (an engine synced in place)."""
+    engine_dtype: Optional[str] = None
+    """Weights dtype of the vllm engine (null: dtype)."""
+    engine_max_model_len: Optional[int] = None
+    """Context length of the vllm engine (null: the model's, at most 8192)."""
+    engine_memory_fraction: float = 0.3
+    """Share of GPU memory the vllm engine takes while awake (GPUs only)."""
+    engine_sleep: bool = True
+    """Free the vllm engine's GPU memory while the trainer works (GPUs only)."""
+    sync_tolerance: float = 1e-3
+    """Probe log-prob gap allowed after a weight sync, beyond twice the gap at start-up."""
     # -- optimisation
     lr: float = 1e-6
     """Learning rate of the RL updates (AdamW)."""
@@ -92,6 +106,8 @@ class TrainConfig(BaseModel):
     """Weights dtype of the policy: float32 or bfloat16."""
     device: str = "auto"
     """cpu, cuda or auto."""
+    parallel: Literal["ddp", "fsdp"] = "ddp"
+    """Under torchrun: ddp (a replica per rank) or fsdp (weights, gradients, optimizer state sharded)."""
     max_prompt_tokens: Optional[int] = None
     """Prompt budget, cut from the left (null: the template's, else 2048)."""
     observation_tokens: Optional[int] = None
@@ -177,6 +193,20 @@ class TrainConfig(BaseModel):
             raise ValueError("must be >= 1")
         return value
 
+    @field_validator("engine_memory_fraction")
+    @classmethod
+    def _fraction(cls, value: float) -> float:
+        if not 0 < value <= 1:
+            raise ValueError("must be in (0, 1]")
+        return value
+
+    @field_validator("sync_tolerance")
+    @classmethod
+    def _tolerance(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be > 0")
+        return value
+
     @field_validator("sft_tasks")
     @classmethod
     def _not_negative(cls, value: int) -> int:
@@ -213,7 +243,8 @@ class TrainConfig(BaseModel):
         recorded as the values in force, so a run that wrote them explicitly still matches."""
         identity = self.model_dump(exclude={"updates", "sft_epochs", "eval_every", "save_every", "keep_checkpoints",
                                             "workers", "observation_tokens", "env_call_timeout",
-                                            "env_recycle_after", "live_episodes"})
+                                            "env_recycle_after", "live_episodes", "engine_memory_fraction",
+                                            "engine_sleep", "sync_tolerance"})
         identity.update(max_new_tokens=self.new_tokens(), max_prompt_tokens=self.prompt_tokens())
         if self.observation_tokens is not None:
             identity["observation_tokens"] = self.observation_tokens

@@ -6,12 +6,16 @@
   single computation behind student, old-policy, reference and teacher log-probs.
 * ``save(dir)`` — ``save_pretrained`` of model and tokenizer: a checkpoint is a model folder any
   agent (``hf:DIR``, ``vllm:DIR``, ``seed-gym serve policy --model DIR``) loads directly.
+* ``full_state_dict()`` — every weight, whole, in checkpoint names: what a rollout engine loads and
+  a checkpoint saves. When :mod:`.distributed` shards the model (FSDP, ``sharded`` set), gathering
+  it is a collective every rank calls; :meth:`Policy.lockstep` then also makes every rank run the
+  same number of forward passes, which sharded weights need (each pass gathers them).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,8 @@ class Policy:
                  max_prompt_tokens: int = 2048) -> None:
         self.model, self.tokenizer, self.path = model, tokenizer, Path(path)
         self.max_prompt_tokens = max_prompt_tokens
+        self.sharded = False                         # set by DataParallel.prepare under FSDP
+        self.lockstep: Callable[[int], int] = same  # passes this rank runs -> passes every rank runs
 
     @classmethod
     def load(cls, path: str | Path, *, dtype: str = "float32", device: str = "auto",
@@ -71,21 +77,60 @@ class Policy:
 
     def logprobs_chunked(self, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]],
                          chunk_tokens: int = 16384) -> list[Any]:
-        """No-grad log-probs row by row (1-D tensors), computed in memory-bounded chunks."""
+        """No-grad log-probs row by row (1-D tensors), computed in memory-bounded chunks (as many
+        chunks on every rank when the model is sharded: :meth:`idle_pass` fills in)."""
         torch, _ = import_torch_transformers()
         out: list[Any] = [None] * len(prompt_ids)
         lengths = [len(p) + len(r) for p, r in zip(prompt_ids, response_ids)]
+        groups = chunk_rows(lengths, chunk_tokens) if prompt_ids else []
         with torch.no_grad():
-            for group in chunk_rows(lengths, chunk_tokens):
+            for group in groups:
                 values, _ = self.logprobs([prompt_ids[i] for i in group], [response_ids[i] for i in group], grad=False)
                 for row, index in enumerate(group):
                     n = len(response_ids[index])
                     out[index] = values[row, values.shape[1] - n:].detach().cpu() if n else torch.zeros(0)
+            for _ in range(self.lockstep(len(groups)) - len(groups)):
+                self.idle_pass()
         return out
 
-    def save(self, folder: str | Path) -> Path:
+    def idle_pass(self, grad: bool = False) -> Any:
+        """A one-token forward pass that changes nothing: a sharded model's ranks must all run as many
+        passes, so a rank with less data runs these. With ``grad``, returns a zero loss to backward."""
+        torch, _ = import_torch_transformers()
+        token = torch.tensor([[self.tokenizer.eos_token_id]], device=self.device)
+        with torch.set_grad_enabled(grad):
+            return self.model(input_ids=token).logits.sum() * 0.0
+
+    def full_state_dict(self) -> dict[str, Any]:
+        """Every weight, whole, by checkpoint name (a collective on every rank when sharded)."""
+        if not self.sharded:
+            return self.model.state_dict()
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        return get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True))
+
+    def unsharded_copy(self) -> "Policy":
+        """A plain (unsharded) copy of the model with the current weights, for generation."""
+        _, transformers = import_torch_transformers()
+        state = self.full_state_dict()
+        model = transformers.AutoModelForCausalLM.from_config(self.model.config).to(
+            dtype=next(iter(state.values())).dtype, device=self.device)
+        model.load_state_dict(state)
+        return Policy(model.eval(), self.tokenizer, path=self.path, max_prompt_tokens=self.max_prompt_tokens)
+
+    def save(self, folder: str | Path, state: dict[str, Any] | None = None) -> Path:
+        """``save_pretrained`` into ``folder``; ``state`` is the gathered :meth:`full_state_dict`
+        of a sharded model (rank 0 writes it)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(str(folder))
+        if state is not None:  # gathered copies are not shared tensors: drop the tied ones as save_pretrained would
+            tied = getattr(self.model, "all_tied_weights_keys", None) or {}
+            state = {name: tensor for name, tensor in state.items() if name not in tied}
+        self.model.save_pretrained(str(folder), state_dict=state)
         self.tokenizer.save_pretrained(str(folder))
         return folder
+
+
+def same(passes: int) -> int:
+    """Lock-step rule of an unsharded model: every rank runs its own number of passes."""
+    return passes

@@ -11,7 +11,9 @@
 * ``checkpoints/update-NNNNNN/`` — ``save_pretrained`` model + tokenizer (a model folder any agent
   loads), ``optimizer.pt`` and ``trainer_state.json``; ``checkpoints/LATEST`` names the newest.
   Only the newest ``keep_checkpoints`` are kept;
-* ``evals/update-NNNNNN/<split>/`` — periodic evaluation run directories (seen / unseen).
+* ``evals/update-NNNNNN/<split>/`` — periodic evaluation run directories (seen / unseen), played
+  after the update's checkpoint is written and before it becomes LATEST; a resumed run deletes
+  those of updates after LATEST and redoes them.
 """
 
 from __future__ import annotations
@@ -82,6 +84,13 @@ class TrainRun:
         """Drop metric rows of updates the resumed run will redo (they were never checkpointed)."""
         rows = [r for r in self.metrics() if r.get("update", 0) <= after_update]
         jsonl.write_atomic(self.metrics_path, "".join(json.dumps(r, default=float) + "\n" for r in rows))
+
+    def drop_evals_after(self, update: int) -> None:
+        """Delete the evaluations of updates a resumed run will redo: they evaluated weights that
+        were never committed (the update is evaluated before its checkpoint becomes LATEST)."""
+        for folder in (self.out / "evals").glob("update-*"):
+            if int(folder.name.split("-")[1]) > update:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def rollout_dir(self, update: int) -> Path:
         return self.out / "rollouts" / f"update-{update:06d}"

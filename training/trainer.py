@@ -7,12 +7,30 @@ RL, per update k (seed-method.md §5 "per-update loop"):
 2. turn the records into step samples; the algorithm's teacher source adds privileged prompts
    (SEED: the policy writes a hindsight skill per trajectory);
 3. :func:`~seed_gym.training.update.rl_update`: GRPO + the algorithm's distillation term;
-4. log metrics, checkpoint (``save_pretrained``), and every ``eval_every`` updates evaluate the
-   checkpoint on the seen and unseen splits with a plain prompt (no skills at inference, §8).
+4. the rollout engine takes the new weights (:mod:`.weight_sync`: nothing to do for ``hf``, an
+   in-place load into the colocated engine, checked by a probe, for ``vllm``);
+5. checkpoint (``save_pretrained``), and every ``eval_every`` updates evaluate the checkpoint on the
+   seen and unseen splits with a plain prompt (no skills at inference, §8), played by the rollout
+   engine; then log the update's metrics row and make the checkpoint LATEST.
 
-A killed run resumes from ``checkpoints/LATEST``: metrics of updates after it are dropped and those
-updates redone; rollouts already on disk are reused (never replayed); evaluations resume like any
-``seed-gym eval``. Everything random is seeded by (run seed, update).
+``rollout_backend`` picks the engine that generates steps 1, 2 (SEED's analyzer) and 5: ``hf``
+(transformers ``generate`` on the training weights) or ``vllm`` (a vLLM engine in this process; on
+GPUs it frees its memory during steps 3-4). Log-probs for the loss are always the trainer's own;
+with ``vllm`` the rollouts keep the engine's log-probs too, and ``sampling_logprob_gap`` is their
+mean absolute difference from θ_old's. ``sync/probe_gap`` is the check of step 4.
+
+Per-phase cost (:mod:`.costs`): every update row, and its console line, carries ``time/<phase>_s``
+and a count per phase — ``time/env_s`` + ``env/steps``, ``time/generate_s`` + ``tokens/generate``,
+``time/analyzer_s`` + ``tokens/analyzer``, ``time/old_logprobs_s`` + ``tokens/old_logprobs``,
+``time/ref_logprobs_s`` + ``tokens/ref_logprobs``, ``time/teacher_logprobs_s`` +
+``tokens/teacher_logprobs``, ``time/update_s`` + ``tokens/update``, ``time/sync_s`` +
+``sync/bytes``, ``time/eval_s`` + ``tokens/eval`` (generated tokens count for generation, the
+analyzer and evaluation; tokens fed through the model, prompt and response, for the log-prob
+passes and the update).
+
+A killed run resumes from ``checkpoints/LATEST``: metrics and evaluations of updates after it are
+dropped and those updates redone; rollouts already on disk are reused (never replayed); evaluations
+resume like any ``seed-gym eval``. Everything random is seeded by (run seed, update).
 """
 
 from __future__ import annotations
@@ -33,16 +51,18 @@ from seed_gym.pools import make_pool
 from seed_gym.evaluate import EvalConfig, evaluate
 from seed_gym.records import EpisodeRecord, RunDir
 from seed_gym.registry import make
-from seed_gym.rollout import plan_episodes, run_rollouts
+from seed_gym.rollout import RolloutClock, plan_episodes, run_rollouts
 from seed_gym.training.algorithms import SFT
 from seed_gym.training.batch import samples_from_records
 from seed_gym.training.config import ConfigError, TrainConfig
+from seed_gym.training.costs import PhaseCosts, TokenMeter
 from seed_gym.training.distributed import SINGLE, DataParallel
 from seed_gym.training.losses import LossConfig
 from seed_gym.training.policy import Policy
 from seed_gym.training.runs import TrainRun
 from seed_gym.training.teachers import TeacherSource
 from seed_gym.training.update import UpdateSettings, rl_update
+from seed_gym.training.weight_sync import RolloutEngine, start_engine
 
 OnRow = Callable[[dict[str, Any]], None]
 OnStatus = Callable[[str], None]  # a one-line progress message (the CLI shows it in its status line)
@@ -64,10 +84,21 @@ def resume_point(run: TrainRun, config: TrainConfig) -> Resumed:
     return Resumed(int(state["update"]), str(latest), optimizer)
 
 
+def write_checkpoint(run: TrainRun, policy: Policy, optimizer: Any, update: int,
+                     parallel: DataParallel = SINGLE) -> Path:
+    """Write ``checkpoints/update-N`` (rank 0; under fsdp every rank helps gather it) without
+    pointing LATEST at it yet: :meth:`TrainRun.commit_checkpoint` does, once the update is logged."""
+    weights, optimizer_state = parallel.checkpoint_weights(policy), parallel.optimizer_state(policy, optimizer)
+    folder = run.checkpoint_dir(update)
+    if parallel.is_main:
+        policy.save(folder, weights)
+        torch.save(optimizer_state, folder / "optimizer.pt")
+        (folder / "trainer_state.json").write_text(json.dumps({"update": update}))  # written last: complete
+    return folder
+
+
 def save_checkpoint(run: TrainRun, policy: Policy, optimizer: Any, update: int, keep: int) -> Path:
-    folder = policy.save(run.checkpoint_dir(update))
-    torch.save(optimizer.state_dict(), folder / "optimizer.pt")
-    (folder / "trainer_state.json").write_text(json.dumps({"update": update}))  # written last: complete
+    folder = write_checkpoint(run, policy, optimizer, update)
     run.commit_checkpoint(update, keep)
     return folder
 
@@ -95,10 +126,17 @@ def spec_string(kind: str, target: str, params: dict[str, str]) -> str:
 
 # -- evaluation ----------------------------------------------------------------------------------
 def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpoint: Path,
-                        on_row: OnRow | None = None) -> list[dict[str, Any]]:
-    """Plain-prompt evaluation of a checkpoint on every eval split (seen / unseen); one metrics row each."""
-    agent = spec_string("hf", str(checkpoint), {**agent_params(config, temperature=config.eval_temperature,
-                                                                tokens=False), "dtype": config.dtype,
+                        on_row: OnRow | None = None, engine: RolloutEngine | None = None,
+                        backend: Any = None) -> list[dict[str, Any]]:
+    """Plain-prompt evaluation of a checkpoint on every eval split (seen / unseen); one metrics row each.
+    With the run's rollout ``engine`` (which holds the checkpoint's weights) and its ``backend``, the
+    engine plays; otherwise the checkpoint is loaded with ``hf``. Ranked choice needs scores vLLM
+    does not give, so a vllm run ranks with ``hf`` on the checkpoint."""
+    if engine is not None and engine.kind == "vllm" and config.eval_choose == "rank":
+        engine = backend = None
+    kind = engine.kind if engine is not None else "hf"
+    agent = spec_string(kind, str(checkpoint), {**agent_params(config, temperature=config.eval_temperature,
+                                                                tokens=False), "dtype": engine_dtype(config, kind),
                                                 **eval_choice_params(config)})
     rows = []
     for split in config.eval_splits or default_eval_splits(config):
@@ -106,7 +144,7 @@ def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpo
                                       n=config.eval_n, seed=config.seed, max_steps=config.eval_max_steps,
                                       backend=config.env_backend, workers=config.workers,
                                       live_episodes=config.eval_batch,
-                                      env_kwargs=config.env_args, **pool_options(config)))
+                                      env_kwargs=config.env_args, **pool_options(config)), backend=backend)
         row = {"update": update, "split": split, "episodes": summary["episodes"],
                "success_rate": summary["success_rate"], "mean_score": summary["mean_score"],
                "mean_steps": summary["mean_steps"], "invalid_action_rate": summary["invalid_action_rate"],
@@ -136,11 +174,30 @@ def default_eval_splits(config: TrainConfig) -> list[str]:
     return [name for name in wanted if name in names]
 
 
-def evaluate_initial(config: TrainConfig, run: TrainRun, start: int, on_row: OnRow | None) -> list[dict[str, Any]]:
+def evaluate_initial(config: TrainConfig, run: TrainRun, start: int, on_row: OnRow | None,
+                     state: "RLRun | None" = None) -> list[dict[str, Any]]:
     """The starting model as update 0 of the learning curve (when asked, and not resuming)."""
     if not config.eval_initial or start != 0 or config.eval_every <= 0:
         return []
-    return evaluate_checkpoint(config, run, 0, Path(config.model), on_row)
+    if state is None:
+        return evaluate_checkpoint(config, run, 0, Path(config.model), on_row)
+    return evaluate_checkpoint(config, run, 0, Path(config.model), on_row, state.engine, state.meter)
+
+
+def engine_dtype(config: TrainConfig, kind: str) -> str:
+    """The weights dtype the rollout engine of ``kind`` runs in."""
+    return (config.engine_dtype or config.dtype) if kind == "vllm" else config.dtype
+
+
+def engine_options(config: TrainConfig, policy: Policy) -> dict[str, Any]:
+    """How the ``vllm`` rollout engine is built (:class:`~.weight_sync.ColocatedVLLM`)."""
+    if config.rollout_backend != "vllm":
+        return {}
+    context = config.engine_max_model_len or min(8192, int(getattr(policy.model.config, "max_position_embeddings",
+                                                                   2048)))
+    return {"dtype": engine_dtype(config, "vllm"), "max_model_len": context,
+            "max_num_seqs": max(config.live_episodes, config.eval_batch), "memory_fraction": config.engine_memory_fraction,
+            "sleep": config.engine_sleep, "tolerance": config.sync_tolerance, "seed": config.seed}
 
 
 def due(update: int, every: int, last: int) -> bool:
@@ -162,10 +219,12 @@ class RLRun:
     settings: UpdateSettings
     teachers: TeacherSource
     train_ids: list[str]
+    engine: RolloutEngine      # generates rollouts, skills and evaluations (training/weight_sync.py)
+    meter: TokenMeter          # the engine's backend, counting the tokens it generates
     pool: Any = None           # the env pool, open while updates run
 
 
-def collect_rollouts(state: RLRun, update: int) -> list[EpisodeRecord]:
+def collect_rollouts(state: RLRun, update: int, costs: PhaseCosts | None = None) -> list[EpisodeRecord]:
     """This update's episodes of this rank, played by the current policy (or read back after a kill)."""
     config, parallel = state.config, state.parallel
     rng = random.Random(f"{config.seed}:{update}")
@@ -178,10 +237,15 @@ def collect_rollouts(state: RLRun, update: int) -> list[EpisodeRecord]:
     todo = [e for e in episodes if e.episode_id not in done]
     if todo:
         params = agent_params(config, temperature=config.temperature, tokens=True)
-        agent = ModelAgent(AgentSpec("hf", str(state.policy.path), tuple(sorted(params.items()))),
-                           seed=config.seed * 7919 + update * 31, backend=state.policy.backend(),
-                           env_id=config.env)
-        run_rollouts(state.pool, agent, todo, on_records=rundir.append)
+        if state.engine.kind == "vllm":
+            params["logprobs"] = "1"  # the engine's own log-probs: sampling_logprob_gap
+        agent = ModelAgent(AgentSpec(state.engine.kind, str(state.policy.path), tuple(sorted(params.items()))),
+                           seed=config.seed * 7919 + update * 31, backend=state.meter, env_id=config.env)
+        clock, generated = RolloutClock(), state.meter.tokens
+        run_rollouts(state.pool, agent, todo, on_records=rundir.append, clock=clock)
+        if costs is not None:
+            costs.add("env", clock.env_s, clock.steps)
+            costs.add("generate", clock.agent_s, state.meter.tokens - generated)
     finished = rundir.finished()
     return [finished[e.episode_id] for e in episodes if e.episode_id in finished]
 
@@ -205,8 +269,8 @@ def loss_config_of(config: TrainConfig) -> LossConfig:
 
 
 def start_rl(config: TrainConfig, run: TrainRun, parallel: DataParallel, env: Any) -> tuple[RLRun, int]:
-    """Load the policy (or the checkpoint to resume), its reference, optimizer and teacher source;
-    returns the run state and the last finished update."""
+    """Load the policy (or the checkpoint to resume), its reference, optimizer, rollout engine and
+    teacher source; returns the run state and the last finished update."""
     resumed = resume_point(run, config)
     torch.manual_seed(config.seed)
     device = parallel.device(config.device)
@@ -214,28 +278,35 @@ def start_rl(config: TrainConfig, run: TrainRun, parallel: DataParallel, env: An
                          max_prompt_tokens=config.prompt_tokens())
     loss_config = loss_config_of(config)
     reference = Policy.load(config.model, dtype=config.dtype, device=device).frozen_copy() if loss_config.kl_coef else None
+    for model in (policy, reference):
+        if model is not None:
+            parallel.prepare(model)  # fsdp: shard it; ddp: nothing
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     if resumed.optimizer_state is not None:
-        optimizer.load_state_dict(resumed.optimizer_state)
-    teachers = TeacherSource(config.algo, config.env, policy_backend=policy.backend(), env=env,
+        parallel.load_optimizer_state(policy, optimizer, resumed.optimizer_state)
+    engine = start_engine(config.rollout_backend, policy, sharded=policy.sharded, **engine_options(config, policy))
+    meter = TokenMeter(engine.backend)
+    teachers = TeacherSource(config.algo, config.env, policy_backend=meter, env=env,
                              analyzer=config.analyzer, analyzer_url=config.analyzer_url,
                              analyzer_model=config.analyzer_model, skill_bank=config.skill_bank,
                              analyzer_max_new_tokens=config.analyzer_max_new_tokens)
     settings = UpdateSettings(micro_batch=config.micro_batch, mini_batches=config.mini_batches,
                               grad_clip=config.grad_clip)
     state = RLRun(config, run, parallel, policy, reference, optimizer, loss_config, settings, teachers,
-                  env.task_set().split(config.train_split).task_ids)
+                  env.task_set().split(config.train_split).task_ids, engine, meter)
     return state, resumed.update
 
 
 def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
              parallel: DataParallel = SINGLE) -> list[dict[str, Any]]:
     env = make(config.env, **config.env_args)
+    state = None
     try:
         state, last = start_rl(config, run, parallel, env)
         if parallel.is_main:
             run.truncate_metrics(last)
-        rows: list[dict[str, Any]] = evaluate_initial(config, run, last, on_row) if parallel.is_main else []
+            run.drop_evals_after(last)
+        rows: list[dict[str, Any]] = evaluate_initial(config, run, last, on_row, state) if parallel.is_main else []
         parallel.barrier()
         # Every episode of an update is live at once, up to ``live_episodes`` env instances per rank.
         slots = max(1, min(-(-config.rl_tasks() // parallel.world) * config.group, config.live_episodes))
@@ -243,29 +314,42 @@ def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
         with make_pool(config.env_backend, config.env, env_kwargs, num_slots=slots, workers=config.workers,
                        **pool_options(config)) as state.pool:
             for update in range(last + 1, config.updates + 1):
-                row = rl_step(state, update)
-                rows.append(row)
+                costs = PhaseCosts()
+                row = rl_step(state, update, costs)
+                evaluations = checkpoint_and_evaluate(state, update, costs, on_row)
+                row.update(costs.row())
                 if parallel.is_main:
-                    run.log(row)
+                    run.log(row)  # before the checkpoint is committed: a kill in between redoes the update
                     if on_row:
                         on_row(row)
-                rows += checkpoint_and_evaluate(config, run, update, state.policy, state.optimizer, parallel,
-                                                on_row)
+                commit(state, update)
+                rows += [row, *evaluations]
     finally:
+        if state is not None:
+            state.engine.close()
         env.close()
     return rows
 
 
-def rl_step(state: RLRun, update: int) -> dict[str, Any]:
-    """Rollouts -> samples -> teachers -> one update; returns the update's metrics row."""
+def rl_step(state: RLRun, update: int, costs: PhaseCosts | None = None) -> dict[str, Any]:
+    """Rollouts -> samples -> teachers -> one update -> weight sync; returns the update's metrics
+    row (``costs`` gets each phase's seconds and tokens)."""
     config, parallel = state.config, state.parallel
+    costs = costs if costs is not None else PhaseCosts()
     started = time.perf_counter()
-    records = collect_rollouts(state, update)
+    records = collect_rollouts(state, update, costs)
     rolled = time.perf_counter()
-    samples = samples_from_records([r for r in records if r.status != "error"], state.policy.tokenizer, config.env)
-    teacher_messages, skill_stats = state.teachers.teacher_messages(records, samples)
+    ok = [r for r in records if r.status != "error"]
+    samples = samples_from_records(ok, state.policy.tokenizer, config.env)
+    keep_sampling_logprobs(samples, ok)
+    with costs.phase("analyzer", state.meter):
+        teacher_messages, skill_stats = state.teachers.teacher_messages(records, samples)
+    state.engine.release()  # GPUs: the engine's memory is the trainer's until the sync
     stats = rl_update(state.policy, state.reference, samples, teacher_messages, state.optimizer, state.loss_config,
-                      state.settings, seed=config.seed * 1_000_003 + update, parallel=parallel)
+                      state.settings, seed=config.seed * 1_000_003 + update, parallel=parallel, costs=costs)
+    with costs.phase("sync"):
+        synced = state.engine.sync(state.policy)
+    costs.add("sync", count=synced.bytes)
     seconds = time.perf_counter() - started
     update_seconds = seconds - (rolled - started)
     if parallel.enabled:  # parse rates over all ranks
@@ -273,21 +357,49 @@ def rl_step(state: RLRun, update: int) -> dict[str, Any]:
         analyzed = parallel.sum(float(len(records)) if "skills_parsed" in skill_stats else 0.0)
         skill_stats = {"skills_parsed": parsed, "skill_parse_rate": parsed / analyzed} if analyzed else {}
     return {"update": update, "algo": config.algo, "ranks": parallel.world, **rollout_stats(records, parallel),
-            **skill_stats, **stats, "rollout_seconds": rolled - started, "update_seconds": update_seconds,
+            **skill_stats, **stats, "rollout_backend": state.engine.kind, "sync/probe_gap": synced.probe_gap,
+            "rollout_seconds": rolled - started, "update_seconds": update_seconds,
             "seconds": seconds, "train_tokens_per_s": stats["response_tokens"] / max(1e-9, update_seconds)}
 
 
-def checkpoint_and_evaluate(config: TrainConfig, run: TrainRun, update: int, policy: Policy, optimizer: Any,
-                            parallel: DataParallel, on_row: OnRow | None) -> list[dict[str, Any]]:
-    """Rank 0 saves (and evaluates) when due; every rank waits for it."""
+def keep_sampling_logprobs(samples: list[Any], records: list[EpisodeRecord]) -> None:
+    """Give each step sample the log-probs its rollout engine recorded for the sampled tokens (when it
+    did: vllm rollouts), for ``sampling_logprob_gap``. Samples follow the records' steps in order."""
+    steps = [step for record in records for step in record.steps]
+    for sample, step in zip(samples, steps):
+        if step.logprobs is not None and not step.retokenize:
+            sample.extra["sampling_logprobs"] = list(step.logprobs)
+
+
+def checkpoint_and_evaluate(state: RLRun, update: int, costs: PhaseCosts,
+                            on_row: OnRow | None) -> list[dict[str, Any]]:
+    """Write the checkpoint when due (every rank takes part), then rank 0 evaluates it when due;
+    every rank waits for it. The checkpoint becomes LATEST later, in :func:`commit`."""
+    config, run, parallel = state.config, state.run, state.parallel
     rows: list[dict[str, Any]] = []
-    evaluate_now = config.eval_every > 0 and due(update, config.eval_every, config.updates)
-    if parallel.is_main and (evaluate_now or due(update, config.save_every, config.updates)):
-        checkpoint = save_checkpoint(run, policy, optimizer, update, config.keep_checkpoints)
-        if evaluate_now:
-            rows = evaluate_checkpoint(config, run, update, checkpoint, on_row)
+    if checkpoint_due(config, update):
+        checkpoint = write_checkpoint(run, state.policy, state.optimizer, update, parallel)
+        if evaluation_due(config, update) and parallel.is_main:
+            with costs.phase("eval", state.meter):
+                rows = evaluate_checkpoint(config, run, update, checkpoint, on_row, state.engine, state.meter)
     parallel.barrier()
     return rows
+
+
+def commit(state: RLRun, update: int) -> None:
+    """Point LATEST at this update's checkpoint, if one was written (rank 0); every rank waits."""
+    if state.parallel.is_main and checkpoint_due(state.config, update):
+        state.run.commit_checkpoint(update, state.config.keep_checkpoints)
+    state.parallel.barrier()
+
+
+def evaluation_due(config: TrainConfig, update: int) -> bool:
+    return config.eval_every > 0 and due(update, config.eval_every, config.updates)
+
+
+def checkpoint_due(config: TrainConfig, update: int) -> bool:
+    """An update writes a checkpoint when one is due, and when it is evaluated (the evaluation names it)."""
+    return evaluation_due(config, update) or due(update, config.save_every, config.updates)
 
 
 # -- SFT -----------------------------------------------------------------------------------------
@@ -391,7 +503,7 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
 
 def train(config: TrainConfig, on_row: OnRow | None = None,
           on_status: OnStatus | None = None) -> list[dict[str, Any]]:
-    parallel = DataParallel()  # torchrun sets WORLD_SIZE; alone it is a single process
+    parallel = DataParallel(config.parallel)  # torchrun sets WORLD_SIZE; alone it is a single process
     run = TrainRun(config.out)
     try:
         if parallel.is_main:

