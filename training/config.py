@@ -158,6 +158,8 @@ class TrainConfig(BaseModel):
     """Write a checkpoint every this many updates."""
     keep_checkpoints: int = 2
     """Checkpoints kept on disk (older ones are deleted)."""
+    loggers: list[Literal["tensorboard", "wandb"]] = []
+    """Where metrics rows also go: "tensorboard" (OUT/tensorboard), "wandb" (WANDB_MODE=offline: no network)."""
 
     @field_validator("algo")
     @classmethod
@@ -213,7 +215,7 @@ class TrainConfig(BaseModel):
         recorded as the values in force, so a run that wrote them explicitly still matches."""
         identity = self.model_dump(exclude={"updates", "sft_epochs", "eval_every", "save_every", "keep_checkpoints",
                                             "workers", "observation_tokens", "env_call_timeout",
-                                            "env_recycle_after", "live_episodes"})
+                                            "env_recycle_after", "live_episodes", "loggers"})
         identity.update(max_new_tokens=self.new_tokens(), max_prompt_tokens=self.prompt_tokens())
         if self.observation_tokens is not None:
             identity["observation_tokens"] = self.observation_tokens

@@ -392,7 +392,7 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
 def train(config: TrainConfig, on_row: OnRow | None = None,
           on_status: OnStatus | None = None) -> list[dict[str, Any]]:
     parallel = DataParallel()  # torchrun sets WORLD_SIZE; alone it is a single process
-    run = TrainRun(config.out)
+    run = TrainRun(config.out, config.loggers)
     try:
         if parallel.is_main:
             run.open(config.identity(), config.model_dump(), config.identity_defaults())
@@ -403,4 +403,5 @@ def train(config: TrainConfig, on_row: OnRow | None = None,
             return train_sft_run(config, run, on_row, on_status)
         return train_rl(config, run, on_row, parallel)
     finally:
+        run.close()
         parallel.close()
