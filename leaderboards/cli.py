@@ -1,4 +1,4 @@
-"""``seed-gym leaderboard build`` and ``seed-gym compare`` (a ``seed_gym.commands`` module).
+"""``seed-gym leaderboard build``, ``seed-gym compare`` and ``seed-gym view`` (a ``seed_gym.commands`` module).
 
 Heavy work is imported inside the commands so ``seed-gym --help`` stays fast.
 """
@@ -6,7 +6,7 @@ Heavy work is imported inside the commands so ``seed-gym --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import typer
 
@@ -16,6 +16,20 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
     leaderboard_app.command("build")(build_command)
     app.add_typer(leaderboard_app, name="leaderboard")
     app.command("compare")(compare_command)
+    app.command("view")(view_command)
+
+
+def view_command(
+    run: Path = typer.Argument(..., help="A run directory, or a folder holding run directories (eval --out, a training run)."),
+    out: Optional[Path] = typer.Option(None, help="The HTML file to write (default RUN/view.html)."),
+    title: Optional[str] = typer.Option(None, help="Page title."),
+) -> None:
+    """Write one offline HTML page to browse a run's episodes step by step, with filters."""
+    from seed_gym.commands import console
+    from seed_gym.leaderboards.episodes_view import write_view
+
+    page = write_view(run, out, title)
+    console.print(f"{page} (open it in a browser; one file, no network)", soft_wrap=True)
 
 
 def build_command(

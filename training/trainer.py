@@ -165,14 +165,19 @@ class RLRun:
     pool: Any = None           # the env pool, open while updates run
 
 
+def rollout_rank_dir(state: RLRun, update: int) -> Path:
+    """The run directory of this rank's rollouts of one update."""
+    folder = state.run.rollout_dir(update)
+    return folder / f"rank-{state.parallel.rank}" if state.parallel.enabled else folder
+
+
 def collect_rollouts(state: RLRun, update: int) -> list[EpisodeRecord]:
     """This update's episodes of this rank, played by the current policy (or read back after a kill)."""
     config, parallel = state.config, state.parallel
     rng = random.Random(f"{config.seed}:{update}")
     tasks = parallel.shard(rng.sample(state.train_ids, min(config.rl_tasks(), len(state.train_ids))))
     episodes = plan_episodes(tasks, group=config.group, seed=config.seed * 100_003 + update)
-    folder = state.run.rollout_dir(update)
-    rundir = RunDir(folder / f"rank-{parallel.rank}" if parallel.enabled else folder)
+    rundir = RunDir(rollout_rank_dir(state, update))
     rundir.open({"update": update, "tasks": tasks, "group": config.group}, {"algo": config.algo})
     done = rundir.finished()
     todo = [e for e in episodes if e.episode_id not in done]
@@ -264,6 +269,7 @@ def rl_step(state: RLRun, update: int) -> dict[str, Any]:
     rolled = time.perf_counter()
     samples = samples_from_records([r for r in records if r.status != "error"], state.policy.tokenizer, config.env)
     teacher_messages, skill_stats = state.teachers.teacher_messages(records, samples)
+    state.teachers.save_context(rollout_rank_dir(state, update))  # what `seed-gym view` shows as the skill
     stats = rl_update(state.policy, state.reference, samples, teacher_messages, state.optimizer, state.loss_config,
                       state.settings, seed=config.seed * 1_000_003 + update, parallel=parallel)
     seconds = time.perf_counter() - started
