@@ -37,12 +37,13 @@ def build_command(
     out: Path = typer.Option(Path("leaderboard"), help="Folder for index.html, README.md, leaderboard.json."),
     title: str = typer.Option("seed-gym leaderboard", help="Page title."),
     reference: bool = typer.Option(True, help="Include the numbers reported in papers (labelled 'reported')."),
+    views: bool = typer.Option(True, help="Also write each run's episode page (runs/*.html), linked from its rows."),
 ) -> None:
     """Build the static leaderboard (HTML + Markdown) from runs; broken submissions are listed."""
     from seed_gym.commands import console
     from seed_gym.leaderboards.report import build_report, write_report
 
-    report = build_report(runs, title=title, with_reference=reference)
+    report = build_report(runs, title=title, with_reference=reference, with_views=views)
     files = write_report(report, out)
     boards = [board for env in report.envs for board in env.section.boards]
     for board in boards:

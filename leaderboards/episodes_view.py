@@ -61,14 +61,14 @@ def load_viewed_runs(path: Path) -> list[ViewedRun]:
         run = RunDir(folder)
         manifest = run.read_manifest()
         records = sorted(run.finished().values(), key=lambda r: (r.task.get("id", ""), r.group_index))
-        runs.append(ViewedRun(folder, manifest.get("identity", {}), records, _teacher_context(folder)))
+        runs.append(ViewedRun(folder, manifest.get("identity", {}), records, teacher_context(folder)))
     if not runs:
         raise SeedGymError(f"{path}: no run directory here (a folder with manifest.json and episodes.jsonl, "
                            f"up to {SEARCH_DEPTH} levels down)")
     return runs
 
 
-def _teacher_context(folder: Path) -> dict[str, dict[str, str]]:
+def teacher_context(folder: Path) -> dict[str, dict[str, str]]:
     path = folder / TEACHER_FILE
     if not path.exists():
         return {}

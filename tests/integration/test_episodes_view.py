@@ -5,22 +5,13 @@ loaded in headless Chromium, filtered, and checked against the records."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from browser import OVERFLOWING_JS, chromium, console_errors, full_page_screenshot
+from cli_runs import seed_gym
 
 pytestmark = pytest.mark.integration
-
-
-def seed_gym(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "seed_gym.cli", *args], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "COLUMNS": "200"})
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
 
 
 def records(folder: Path) -> list[dict]:
