@@ -3,7 +3,8 @@
 ``TrainConfig.loggers`` names the sinks (``["tensorboard", "wandb"]``); :class:`~seed_gym.training.runs.TrainRun`
 feeds every metrics row it writes to each of them. Rules:
 
-* Every numeric value of a row is logged, at step ``row["update"]``; nested mappings are flattened
+* Every numeric value of a row is logged, at step ``row["update"]`` (W&B: the ``update`` metric is
+  the x axis of every chart); nested mappings are flattened
   with ``/`` (``{"time": {"rollout": 2.0}}`` -> ``time/rollout``); text, lists, booleans, None and
   non-finite numbers are skipped (they stay in ``metrics.jsonl``). A row with a ``split`` is an
   evaluation: its keys go under ``eval/<split>/``; every other row's under ``train/``.
@@ -86,9 +87,13 @@ class WandbSink:
         id_file.write_text(run_id + "\n")
         self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "seed-gym"), dir=str(out), id=run_id,
                               name=out.name, config=dict(config), resume="allow", reinit="create_new")
+        # The update is the x axis; every row is committed as it is logged (rows that share W&B's own
+        # step would wait in memory for the next step), so a killed run loses nothing it logged.
+        self.run.define_metric("update")
+        self.run.define_metric("*", step_metric="update")
 
     def log(self, scalars: Mapping[str, float], step: int) -> None:
-        self.run.log(dict(scalars), step=step)
+        self.run.log({"update": step, **scalars})
 
     def close(self) -> None:
         self.run.finish()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,8 @@ def wandb_history(run_file: Path) -> list[dict[str, float]]:
             pos += room
             continue
         _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-        if kind == 0 and length == 0:
-            break
+        if (kind == 0 and length == 0) or pos + 7 + length > len(data):
+            break  # the end, or a record still being written
         pending += data[pos + 7:pos + 7 + length]
         pos += 7 + length
         if kind in (1, 4):  # a full record, or the last piece of one
@@ -69,7 +70,10 @@ def test_training_logs_every_metrics_row_to_tensorboard_and_offline_wandb(tiny_m
 
     [run_file] = (out / "wandb").glob("offline-run-*/run-*.wandb")
     assert run_file.stem == "run-" + (out / "wandb-run-id").read_text().strip()
-    history = wandb_history(run_file)
+    deadline = time.monotonic() + 60  # W&B's service process writes the file after finish() returns
+    while len(history := wandb_history(run_file)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert [row["update"] for row in history] == [1, 1]  # the update row, then the evaluation row
     logged_losses = [row["train/loss"] for row in history if "train/loss" in row]
     assert logged_losses == pytest.approx([row["loss"] for row in updates])
     assert any(row.get("eval/test/success_rate") == pytest.approx(evaluation["success_rate"]) for row in history)
