@@ -6,12 +6,20 @@ Rules:
   version, data fingerprint, split fingerprint, the task panel (``tasks_fingerprint``) and the step
   budget. Rows whose key differs are never mixed: they go to a separate board of the same env and
   split, and both boards are flagged with the fields that differ.
-* Rows on a board are ranked by success rate, then mean score (both descending), then label.
+* Rows on a board are ranked by success rate, then mean score (both descending), then label. Every
+  row below the first is compared with the first (the board's best) by a paired test on the
+  episodes they share (:func:`seed_gym.leaderboards.compare.compare_runs`: McNemar's exact test and
+  a task-bootstrap interval of the difference).
+* Boards of one env and split that differ are told apart by what differs (``max steps 10``,
+  ``4 tasks a722502f``), never by a bare variant number.
 * An **env section** holds the boards of one env, ordered by split: ``seen``, ``unseen``, other
   evaluation splits (e.g. ``test``) alphabetically, ``train`` last. Its generalization table puts
   each board in a column so seen and unseen sit side by side per submission.
 * Families (an env's task types, product categories, question sources) come from the records;
-  renderers show them by the paper column names of the env's profile (``family_columns``).
+  renderers show them by the paper column names of the env's profile (``family_columns``). Success
+  intervals are Wilson intervals (:func:`seed_gym.scoring.success_interval`).
+* Rows of model agents carry their token, latency and format-validity figures
+  (:mod:`seed_gym.leaderboards.usage`).
 """
 
 from __future__ import annotations
@@ -22,9 +30,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seed_gym.records import EpisodeRecord
-from seed_gym.scoring import bootstrap_ci, summarize
+from seed_gym.scoring import success_interval, summarize
 
-from seed_gym.leaderboards.runs import LoadedRun
+from seed_gym.leaderboards import formatting as fmt
+from seed_gym.leaderboards.compare import PairedComparison, compare_runs
+from seed_gym.leaderboards.runs import LoadedRun, SubmissionError
+from seed_gym.leaderboards.usage import ModelUsage, model_usage
 
 KEY_FIELDS = ("env_version", "data_fingerprint", "split_fingerprint", "tasks_fingerprint", "max_steps")
 SPLIT_ORDER = {"seen": 0, "unseen": 1}
@@ -46,6 +57,9 @@ class Row:
     run: LoadedRun
     rank: int = 0
     families: dict[str, FamilyCell] = field(default_factory=dict)
+    vs_best: PairedComparison | None = None  # None for the best row itself
+    usage: ModelUsage | None = None          # None for agents that generate no tokens
+    view: str | None = None                  # its episode page, relative to the report (if written)
 
     @property
     def label(self) -> str:
@@ -70,9 +84,14 @@ class Board:
     conflicts: list[str] = field(default_factory=list)
 
     @property
+    def difference(self) -> str:
+        """What sets this board apart from the other boards of its env and split ("" if alone)."""
+        return ", ".join(describe_key_field(name, self.key, self.rows[0].summary.get("tasks"))
+                         for name in self.conflicts)
+
+    @property
     def title(self) -> str:
-        suffix = f" (variant {self.variant} of {self.variants})" if self.variants > 1 else ""
-        return f"{self.env} / {self.split}{suffix}"
+        return f"{self.env} / {self.split}" + (f" · {self.difference}" if self.difference else "")
 
     @property
     def anchor(self) -> str:
@@ -99,6 +118,18 @@ class EnvSection:
         return next((row for row in board.rows if row.label == label), None)
 
 
+def describe_key_field(name: str, key: dict[str, Any], tasks: int | None = None) -> str:
+    """One comparability key field as a reader names it: ``max steps 10``, ``4 tasks a722502f``."""
+    value = key.get(name)
+    if name == "max_steps":
+        return f"max steps {value}"
+    if name == "tasks_fingerprint":
+        return f"{tasks} tasks {fmt.short_fp(value)}" if tasks is not None else f"tasks {fmt.short_fp(value)}"
+    if name == "env_version":
+        return f"env {value}"
+    return f"{name.removesuffix('_fingerprint')} {fmt.short_fp(value)}"
+
+
 def comparability_key(identity: dict[str, Any]) -> dict[str, Any]:
     """The identity fields that must be equal for two runs of one env/split to share a board."""
     return {name: identity.get(name) for name in KEY_FIELDS}
@@ -119,7 +150,7 @@ def family_cells(records: Sequence[EpisodeRecord]) -> dict[str, FamilyCell]:
     cells = {}
     for family, group in sorted(by_family.items()):
         rate = summarize(group, with_ci=False)["success_rate"]
-        cells[family] = FamilyCell(len(group), rate, bootstrap_ci(group).get("success_rate"))
+        cells[family] = FamilyCell(len(group), rate, success_interval(group))
     return cells
 
 
@@ -148,7 +179,13 @@ def _ranked_rows(runs: Sequence[LoadedRun]) -> list[Row]:
     def order(run: LoadedRun) -> tuple[float, float, str]:
         return -(run.summary["success_rate"] or 0.0), -(run.summary["mean_score"] or 0.0), run.label
 
-    rows = [Row(run, rank, family_cells(run.records)) for rank, run in enumerate(sorted(runs, key=order), 1)]
+    rows = [Row(run, rank, family_cells(run.records), usage=model_usage(run.records))
+             for rank, run in enumerate(sorted(runs, key=order), 1)]
+    for row in rows[1:]:
+        try:
+            row.vs_best = compare_runs(rows[0].run, row.run)
+        except SubmissionError:  # no shared episodes (other group sizes): nothing to pair
+            row.vs_best = None
     _disambiguate(rows)
     return rows
 

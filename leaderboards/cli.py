@@ -1,4 +1,4 @@
-"""``seed-gym leaderboard build`` and ``seed-gym compare`` (a ``seed_gym.commands`` module).
+"""``seed-gym leaderboard build``, ``seed-gym compare`` and ``seed-gym view`` (a ``seed_gym.commands`` module).
 
 Heavy work is imported inside the commands so ``seed-gym --help`` stays fast.
 """
@@ -6,7 +6,7 @@ Heavy work is imported inside the commands so ``seed-gym --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import typer
 
@@ -16,6 +16,20 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
     leaderboard_app.command("build")(build_command)
     app.add_typer(leaderboard_app, name="leaderboard")
     app.command("compare")(compare_command)
+    app.command("view")(view_command)
+
+
+def view_command(
+    run: Path = typer.Argument(..., help="A run directory, or a folder holding run directories (eval --out, a training run)."),
+    out: Optional[Path] = typer.Option(None, help="The HTML file to write (default RUN/view.html)."),
+    title: Optional[str] = typer.Option(None, help="Page title."),
+) -> None:
+    """Write one offline HTML page to browse a run's episodes step by step, with filters."""
+    from seed_gym.commands import console
+    from seed_gym.leaderboards.episodes_view import write_view
+
+    page = write_view(run, out, title)
+    console.print(f"{page} (open it in a browser; one file, no network)", soft_wrap=True)
 
 
 def build_command(
@@ -23,12 +37,13 @@ def build_command(
     out: Path = typer.Option(Path("leaderboard"), help="Folder for index.html, README.md, leaderboard.json."),
     title: str = typer.Option("seed-gym leaderboard", help="Page title."),
     reference: bool = typer.Option(True, help="Include the numbers reported in papers (labelled 'reported')."),
+    views: bool = typer.Option(True, help="Also write each run's episode page (runs/*.html), linked from its rows."),
 ) -> None:
     """Build the static leaderboard (HTML + Markdown) from runs; broken submissions are listed."""
     from seed_gym.commands import console
     from seed_gym.leaderboards.report import build_report, write_report
 
-    report = build_report(runs, title=title, with_reference=reference)
+    report = build_report(runs, title=title, with_reference=reference, with_views=views)
     files = write_report(report, out)
     boards = [board for env in report.envs for board in env.section.boards]
     for board in boards:

@@ -2,13 +2,17 @@
 
 Rules: rates are shown as percentages with one decimal; a 95% interval follows as ``[lo, hi]``;
 steps use one decimal; fingerprints are shown short (the first 8 hex digits, without ``sha256:``)
-with the full value kept for tooltips; missing values are an en dash.
+with the full value kept for tooltips; missing values are an en dash; long labels (agent specs with
+model paths) are shortened for cells, the full text kept for tooltips.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
+
+_PATH = re.compile(r"(?<=:)[^@\s()]*/([^/@\s()]+)")
 
 DASH = "–"
 
@@ -66,3 +70,17 @@ def p_value(value: float) -> str:
 def reported(value: float | None) -> str:
     """A reported percentage as printed by its source."""
     return DASH if value is None else f"{value:.1f}"
+
+
+def short_label(text: str, limit: int = 40) -> str:
+    """``text`` to fit a cell: a model path keeps its last folder (``hf:/a/b/tiny@k=v`` ->
+    ``hf:…/tiny@k=v``), then the middle is elided to ``limit`` characters."""
+    short = _PATH.sub(r"…/\1", text)
+    if len(short) <= limit:
+        return short
+    tail = limit // 3
+    return short[: limit - tail - 1] + "…" + short[-tail:]
+
+
+def count(n: int) -> str:
+    return f"n={n}"

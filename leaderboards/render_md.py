@@ -9,8 +9,13 @@ from __future__ import annotations
 from seed_gym.leaderboards import formatting as fmt
 from seed_gym.leaderboards.boards import Board
 from seed_gym.leaderboards.report import EnvReport, Report
-from seed_gym.leaderboards.tables import Table, board_table, family_table, generalization_table, \
-    metadata_table, reported_tables
+from seed_gym.leaderboards.tables import Cell, Table, board_table, family_table, generalization_table, \
+    metadata_table, reported_tables, usage_table
+
+
+def _text(cell: Cell) -> str:
+    text = f"[{cell.text}]({cell.href})" if cell.href else cell.text
+    return f"{text} {cell.detail}" if cell.detail else text
 
 
 def table_markdown(table: Table) -> str:
@@ -18,7 +23,7 @@ def table_markdown(table: Table) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     rows = [line(table.headers), line(["---"] * len(table.headers))]
-    rows += [line([cell.text for cell in row]) for row in table.rows]
+    rows += [line([_text(cell) for cell in row]) for row in table.rows]
     return f"*{table.caption}*\n\n" + "\n".join(rows) + "\n"
 
 
@@ -30,9 +35,11 @@ def _board_markdown(board: Board) -> list[str]:
              f"`tasks {fmt.short_fp(key.get('tasks_fingerprint'))}` · `max steps {key.get('max_steps')}`"]
     if board.conflicts:
         parts.append(f"> ⚠ {board.variants} boards exist for {board.env} / {board.split}: their runs "
-                     f"differ in **{', '.join(board.conflicts)}**, so they are not ranked together.")
+                     f"differ in **{', '.join(board.conflicts)}** (this one: {board.difference}), so they are "
+                     "not ranked together.")
+    usage = usage_table(board)
     parts += [table_markdown(board_table(board)), table_markdown(family_table(board)),
-              table_markdown(metadata_table(board))]
+              *([table_markdown(usage)] if usage else []), table_markdown(metadata_table(board))]
     return parts
 
 
@@ -56,7 +63,8 @@ def _env_markdown(env: EnvReport) -> list[str]:
 def render_markdown(report: Report) -> str:
     parts = [f"# {report.title}",
              f"{len(report.runs)} runs · built {report.generated}. Measured rows are scored from their "
-             "episode records with 95% bootstrap CIs over tasks; rows share a board only when their "
+             "episode records (success: 95% Wilson intervals; means: 95% bootstrap CIs over tasks; each row "
+             "paired against the board's best row, McNemar exact p); rows share a board only when their "
              "fingerprints and step budget match. Rows marked *reported* are numbers from papers.",
              "Open `index.html` for the same tables with charts."]
     for env in report.envs:

@@ -2,8 +2,9 @@
 
 Rules: a measured cell keeps the raw number it shows (``value``, a fraction for rates) and the
 metric and run it belongs to, so a reader (or a test) can check the page against ``summary.json``;
-reported tables are separate tables whose every row is marked ``reported``; fingerprints are shown
-short with the full value as a tooltip.
+reported tables are separate tables whose every row is marked ``reported``; fingerprints and long
+labels are shown short with the full value as a tooltip; a row's label links to its episode page
+(``seed-gym view``) when the report wrote one.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class Cell:
     run: str | None = None
     tooltip: str | None = None
     numeric: bool = False
+    href: str | None = None
+    detail: str = ""  # shown after the text, smaller (an interval, a count): ``text detail`` in plain text
 
 
 @dataclass
@@ -38,38 +41,79 @@ class Table:
 def _metric_cell(row: Row, metric: str, is_rate: bool) -> Cell:
     value = row.summary.get(metric)
     ci = row.summary.get("ci95", {}).get(metric)
-    text = fmt.metric_value(value, is_rate)
-    if ci:
-        text += " " + fmt.interval(ci, is_rate)
-    return Cell(text, value=value, metric=metric, run=str(row.run.path), numeric=True)
+    return Cell(fmt.metric_value(value, is_rate), value=value, metric=metric, run=str(row.run.path), numeric=True,
+                detail=fmt.interval(ci, is_rate) if ci else "")
 
 
-def _fp(value: object) -> Cell:
-    return Cell(fmt.short_fp(value), tooltip=str(value))
+def _short(text: str, limit: int = 40) -> Cell:
+    return Cell(fmt.short_label(text, limit), tooltip=text if fmt.short_label(text, limit) != text else None)
+
+
+def label_cell(row: Row) -> Cell:
+    """The row's name, shortened (full name on hover), linking to its episode page if there is one."""
+    return Cell(fmt.short_label(row.label), tooltip=row.label, href=row.view)
+
+
+def _paired_cell(row: Row) -> Cell:
+    result = row.vs_best
+    if row.rank == 1:
+        return Cell("best", tooltip="the row the others are compared with")
+    if result is None:
+        return Cell(fmt.DASH, tooltip="no shared episodes to pair")
+    low, high = result.success_diff_ci
+    return Cell(fmt.signed_pct(result.success_diff),
+                detail=f"[{fmt.signed_pct(low)}, {fmt.signed_pct(high)}] p {fmt.p_value(result.p_value)}",
+                value=result.p_value, metric="paired_p", run=str(row.run.path),
+                numeric=True, tooltip=f"success of this row minus #1 over {result.pairs} paired episodes "
+                f"({result.tasks} tasks), 95% task-bootstrap interval; McNemar exact p "
+                f"({result.b_only_won} won only here, {result.a_only_won} only by #1)")
 
 
 def board_table(board: Board) -> Table:
-    """Ranked rows: who, then every metric with its 95% interval."""
-    headers = ["#", "Submission", "Model", "Episodes", *[f"{h} (95% CI)" for _, h, _ in fmt.METRIC_COLUMNS]]
-    rows = [[Cell(str(row.rank), numeric=True), Cell(row.label), Cell(row.run.submission.model),
+    """Ranked rows: who, every metric with its 95% interval, and a paired test against the best row."""
+    headers = ["#", "Submission", "Model", "Episodes", *[f"{h} (95% CI)" for _, h, _ in fmt.METRIC_COLUMNS],
+               "Success vs #1 (paired)"]
+    rows = [[Cell(str(row.rank), numeric=True), label_cell(row), _short(row.run.submission.model, 28),
              Cell(str(row.summary["episodes"]), value=row.summary["episodes"], metric="episodes",
                   run=str(row.run.path), numeric=True),
-             *[_metric_cell(row, key, is_rate) for key, _, is_rate in fmt.METRIC_COLUMNS]]
+             *[_metric_cell(row, key, is_rate) for key, _, is_rate in fmt.METRIC_COLUMNS], _paired_cell(row)]
             for row in board.rows]
     return Table(headers, rows, caption=f"{board.title}: measured")
 
 
+def usage_table(board: Board) -> Table | None:
+    """Tokens, latency and format validity per step, for the rows of model agents (None if none)."""
+    rows = [row for row in board.rows if row.usage is not None]
+    if not rows:
+        return None
+    headers = ["Submission", "Steps", "Generated tokens / step", "Prompt tokens / step", "Latency / step (s)",
+               "Valid format %"]
+    body = []
+    for row in rows:
+        usage = row.usage
+        assert usage is not None
+        run = str(row.run.path)
+        body.append([label_cell(row), Cell(str(usage.steps), numeric=True),
+                     Cell(fmt.number(usage.completion_tokens), value=usage.completion_tokens,
+                          metric="completion_tokens_per_step", run=run, numeric=True),
+                     Cell(fmt.number(usage.prompt_tokens), value=usage.prompt_tokens, metric="prompt_tokens_per_step",
+                          run=run, numeric=True),
+                     Cell(fmt.DASH if usage.latency_s is None else f"{usage.latency_s:.3f}", value=usage.latency_s,
+                          metric="latency_s_per_step", run=run, numeric=True),
+                     Cell(fmt.pct(usage.format_valid_rate), value=usage.format_valid_rate, metric="format_valid_rate",
+                          run=run, numeric=True)])
+    return Table(headers, body, caption=f"{board.title}: model agents' tokens, latency and format validity")
+
+
 def metadata_table(board: Board) -> Table:
-    """What each row is: agent spec, model, env version, fingerprints, provenance, submitter."""
-    headers = ["Submission", "Agent spec", "Model", "Env version", "Data fp", "Split fp", "Tasks fp",
-               "Seed", "Group", "Commit", "Submitted by", "Date"]
+    """What each row is: agent spec, model, seed, group size, provenance, submitter. (The env version
+    and fingerprints are the board's key, the same for every row: the board's key line shows them.)"""
+    headers = ["Submission", "Agent spec", "Model", "Seed", "Group", "Commit", "Submitted by", "Date"]
     rows = []
     for row in board.rows:
         identity, sub = row.run.identity, row.run.submission
         commit = row.run.provenance.get("git_commit") or fmt.DASH
-        rows.append([Cell(row.label), Cell(identity["agent"]), Cell(sub.model), Cell(str(identity.get("env_version"))),
-                     _fp(identity.get("data_fingerprint")), _fp(identity.get("split_fingerprint")),
-                     _fp(identity.get("tasks_fingerprint")), Cell(str(identity.get("seed"))),
+        rows.append([label_cell(row), _short(identity["agent"], 48), _short(sub.model, 28), Cell(str(identity.get("seed"))),
                      Cell(str(identity.get("group"))), Cell(commit[:10], tooltip=commit),
                      Cell(sub.contact or "local run (no submission.json)"),
                      Cell(sub.date or row.run.provenance.get("created", fmt.DASH)[:10])])
@@ -82,14 +126,14 @@ def family_table(board: Board) -> Table:
     headers = ["Submission", *map(fmt.short_family, families), "Macro"]
     rows = []
     for row in board.rows:
-        cells = [Cell(row.label)]
+        cells = [label_cell(row)]
         for family in families:
             cell = row.families.get(family)
             if cell is None:
                 cells.append(Cell(fmt.DASH, numeric=True))
                 continue
-            text = f"{fmt.pct(cell.success_rate)} {fmt.interval(cell.ci95, True)}"
-            cells.append(Cell(text, value=cell.success_rate, metric=f"family:{family}", run=str(row.run.path),
+            cells.append(Cell(fmt.pct(cell.success_rate), detail=f"{fmt.interval(cell.ci95, True)} {fmt.count(cell.episodes)}",
+                              value=cell.success_rate, metric=f"family:{family}", run=str(row.run.path),
                               tooltip=f"{family}: {cell.episodes} episodes", numeric=True))
         macro = row.summary.get("macro_success_rate")
         cells.append(Cell(fmt.pct(macro), value=macro, metric="macro_success_rate",
@@ -100,11 +144,11 @@ def family_table(board: Board) -> Table:
 
 def generalization_table(section: EnvSection) -> Table:
     """Seen vs unseen (and other splits) side by side: one column per board, one row per label."""
-    headers = ["Submission", *[f"{b.split}" + (f" v{b.variant}" if b.variants > 1 else "")
+    headers = ["Submission", *[f"{b.split}" + (f" ({b.difference})" if b.difference else "")
                                + f" · {fmt.short_fp(b.key.get('split_fingerprint'))}" for b in section.boards]]
     rows = []
     for label in section.labels:
-        cells = [Cell(label)]
+        cells = [Cell(fmt.short_label(label), tooltip=label)]
         for board in section.boards:
             row = section.cell(board, label)
             cells.append(_metric_cell(row, "success_rate", True) if row else Cell(fmt.DASH, numeric=True))

@@ -135,6 +135,9 @@ def eval_command(
     env_kwargs = parse_env_args(env_arg, env)
     _checked_split(env, split, env_kwargs)[0].close()
     base = out or Path("runs") / f"{env}-{split}"
+    where = "" if out else " (no --out given; the same command resumes it)"
+    err_console.print(f"writing {base}/<agent>/{where}: " + ", ".join(spec.slug for spec in specs),
+                      markup=False, soft_wrap=True)
     summaries = []
     with new_progress() as bar, library_progress(bar):
         for spec in specs:
@@ -143,8 +146,8 @@ def eval_command(
                                 workers=workers, live_episodes=live_episodes, env_kwargs=env_kwargs,
                                 call_timeout=call_timeout, recycle_after=recycle_after)
             task = bar.add_task(f"{spec} on {env}/{split}", total=None)
-            summaries.append(evaluate(config, overwrite=overwrite,
-                                      on_progress=lambda d, t, task=task: bar.update(task, completed=d, total=t)))
+            summaries.append(evaluate(config, overwrite=overwrite, on_progress=lambda p, task=task: bar.update(
+                task, completed=p.done, total=p.total, rate=p.rates())))
     console.print(results_table(summaries))
     for summary in summaries:
         console.print(f"[dim]{summary['agent']}: {summary['run_dir']}[/]")

@@ -29,7 +29,9 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.text import Text
 
 from seed_gym import progress as progress_hooks
 
@@ -43,10 +45,18 @@ err_console = Console(stderr=True)
 __all__ = ["ENTRY_POINT_GROUP", "console", "err_console", "library_progress", "new_progress", "parse_env_args"]
 
 
+class RateColumn(ProgressColumn):
+    """A task's ``rate`` field (e.g. steps and tokens per second), or nothing."""
+
+    def render(self, task: Task) -> Text:
+        return Text(str(task.fields.get("rate", "")), style="cyan")
+
+
 def new_progress() -> Progress:
-    """A progress display on stderr (description, bar, n/total, elapsed, remaining)."""
+    """A progress display on stderr (description, bar, n/total, elapsed, remaining, and a task's
+    ``rate`` field when it sets one: ``bar.update(task, rate="3.1 steps/s")``)."""
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=False)
+                    TimeElapsedColumn(), TimeRemainingColumn(), RateColumn(), console=err_console, transient=False)
 
 
 @contextmanager

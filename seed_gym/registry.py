@@ -18,7 +18,7 @@ import logging
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from seed_gym.core import SeedGymError, TextEnv
@@ -54,6 +54,10 @@ class EnvSpec:
 
 _SPECS: dict[str, EnvSpec] = {}
 _entry_points_loaded = False
+#: env id -> the entry point whose hook registered it; entry point name -> why its hook failed.
+_ORIGINS: dict[str, EntryPoint] = {}
+_FAILED_PLUGINS: dict[str, str] = {}
+_loading: EntryPoint | None = None  # the entry point whose hook is running
 
 
 def register(env_id: str, entry_point: str | Callable[..., TextEnv], *, description: str = "",
@@ -61,6 +65,8 @@ def register(env_id: str, entry_point: str | Callable[..., TextEnv], *, descript
     """Register an env under ``env_id`` (and with gymnasium under ``gym_id`` when given)."""
     spec = EnvSpec(env_id, entry_point, description, gym_id, default_kwargs, profile)
     _SPECS[env_id] = spec
+    if _loading is not None:
+        _ORIGINS[env_id] = _loading
     if gym_id:
         _register_with_gymnasium(spec)
     return spec
@@ -80,17 +86,35 @@ def _register_with_gymnasium(spec: EnvSpec) -> None:
 
 def load_entry_points(force: bool = False) -> None:
     """Import every ``seed_gym.envs`` entry point once; a broken plugin is logged, not fatal."""
-    global _entry_points_loaded
+    global _entry_points_loaded, _loading
     if _entry_points_loaded and not force:
         return
     _entry_points_loaded = True
     for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _loading = ep
         try:
             hook = ep.load()
             if callable(hook):
                 hook()
+            _FAILED_PLUGINS.pop(ep.name, None)
         except Exception as error:  # one broken plugin must not hide the others
+            _FAILED_PLUGINS[ep.name] = f"{ep.value}: {type(error).__name__}: {error}"
             log.warning("seed-gym: env plugin %r failed to load: %s", ep.name, error)
+        finally:
+            _loading = None
+
+
+def origin(env_id: str) -> EntryPoint | None:
+    """The ``seed_gym.envs`` entry point that registered ``env_id`` (its ``dist`` names the
+    distribution), or None for an env registered by a direct :func:`register` call."""
+    load_entry_points()
+    return _ORIGINS.get(env_id)
+
+
+def failed_plugins() -> dict[str, str]:
+    """Entry point name -> why loading it failed, for every ``seed_gym.envs`` plugin that did."""
+    load_entry_points()
+    return dict(_FAILED_PLUGINS)
 
 
 def spec(env_id: str) -> EnvSpec:

@@ -8,7 +8,8 @@ the episode seed, so they start from an identical state; agents tell them apart 
 Resilience: an env failure (an exception, a dead or hung worker) fails only the episodes it
 touched; they are retried from the start up to ``max_retries`` times, then recorded with
 ``status="error"``. Finished records go to ``on_records`` as soon as a tick ends, so a caller that
-persists them (the run directory) loses at most the episodes in flight when killed.
+persists them (the run directory) loses at most the episodes in flight when killed. The steps of
+each tick go to ``on_steps`` as they are taken (progress displays count them).
 
 Cost: a :class:`RolloutClock` passed as ``clock`` adds up the seconds spent in the pool's calls
 (env resets and steps) and in the agent's calls (``reset`` and ``act``), and the env steps taken.
@@ -84,13 +85,14 @@ class _Live:
 
 
 OnRecords = Callable[[list[EpisodeRecord]], None]
+OnSteps = Callable[[list[StepRecord]], None]
 #: ``fail(spec, attempt, why, started)``: requeue a failed episode, or return its error record.
 Fail = Callable[[EpisodeSpec, int, str, float], "EpisodeRecord | None"]
 
 
 def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *,
-                 on_records: OnRecords | None = None, max_retries: int = 1,
-                 clock: RolloutClock | None = None) -> list[EpisodeRecord]:
+                 on_records: OnRecords | None = None, on_steps: OnSteps | None = None,
+                 max_retries: int = 1, clock: RolloutClock | None = None) -> list[EpisodeRecord]:
     """Play ``episodes`` with ``agent`` on ``pool``; return their records in completion order."""
     clock = clock or RolloutClock()
     pending: deque[tuple[EpisodeSpec, int]] = deque((spec, 0) for spec in episodes)
@@ -114,7 +116,7 @@ def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *
     while pending or live:
         done_now = _start_episodes(pool, agent, pending, free, live, fail, clock)
         if live:
-            done_now += _tick(pool, agent, live, free, fail, clock)
+            done_now += _tick(pool, agent, live, free, fail, clock, on_steps)
         emit(done_now)
     return finished
 
@@ -150,7 +152,7 @@ def _start_episodes(pool: EnvPool, agent: Agent, pending: deque[tuple[EpisodeSpe
 
 
 def _tick(pool: EnvPool, agent: Agent, live: dict[int, _Live], free: list[int],
-          fail: Fail, clock: RolloutClock) -> list[EpisodeRecord]:
+          fail: Fail, clock: RolloutClock, on_steps: OnSteps | None = None) -> list[EpisodeRecord]:
     slots = sorted(live)
     episodes = [live[slot] for slot in slots]
     outputs = clock.agent(lambda: agent.act([ep.spec.episode_id for ep in episodes],
@@ -162,6 +164,7 @@ def _tick(pool: EnvPool, agent: Agent, live: dict[int, _Live], free: list[int],
                                           for slot, action in zip(slots, actions)]))
     clock.steps += len(slots)
     done: list[EpisodeRecord] = []
+    taken: list[StepRecord] = []
     for slot, episode, action, result in zip(slots, episodes, actions, results):
         if isinstance(result, CallError):
             del live[slot]
@@ -173,12 +176,15 @@ def _tick(pool: EnvPool, agent: Agent, live: dict[int, _Live], free: list[int],
             t=len(episode.steps), observation=episode.observation, action=action.action,
             reward=float(reward), invalid_action=bool(info.get("invalid_action")),
             admissible_actions=episode.info.get("admissible_actions"), **action.trace()))
+        taken.append(episode.steps[-1])
         episode.total_reward += float(reward)
         episode.observation, episode.info = observation, info
         if terminated or truncated:
             del live[slot]
             free.append(slot)
             done.append(_finished_record(episode, agent, "completed" if terminated else "truncated"))
+    if on_steps and taken:
+        on_steps(taken)
     done += _drop_lost(pool, live, free, fail)
     return done
 

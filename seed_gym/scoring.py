@@ -8,8 +8,12 @@ Metrics (one name, one meaning, everywhere):
 * ``invalid_action_rate`` — invalid steps / all steps, pooled over the run.
 * ``per_family`` — the same metrics per ``task.family`` (a task type, a product category, ...), plus the
   ``macro_success_rate`` over families.
-* ``ci95`` — 95% bootstrap intervals. Episodes of one task (a group of G) are correlated, so the
-  bootstrap resamples *tasks*, with all their episodes (a cluster bootstrap), from a fixed seed.
+* ``ci95`` — 95% intervals. ``success_rate`` gets a Wilson score interval, which never collapses at
+  0% or 100% (10 wins of 10 is about [72, 100], not [100, 100]); episodes of one task (a group of
+  G) are correlated, so its sample size is the effective one, ``episodes / deff`` with Kish's design
+  effect ``deff = 1 + (mean group size - 1) * ICC`` (ICC by one-way ANOVA over tasks, clipped to
+  [0, 1]). The means (score, steps, invalid rate) get percentile intervals of a bootstrap that
+  resamples *tasks* with all their episodes (a cluster bootstrap), from a fixed seed.
 
 Episodes with ``status == "error"`` count as failures and are also reported as ``errors``.
 """
@@ -19,6 +23,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import math
 
 import numpy as np
 
@@ -79,6 +85,46 @@ def bootstrap_ci(records: Sequence[EpisodeRecord], *, samples: int = BOOTSTRAP_S
             for name, values in estimates.items()}
 
 
+def wilson_interval(successes: float, n: float, z: float = 1.959964) -> list[float]:
+    """The Wilson score interval of a proportion ``successes / n`` (``n`` may be an effective,
+    non-integer sample size); ``[0, 1]`` when ``n`` is 0."""
+    if n <= 0:
+        return [0.0, 1.0]
+    p = min(1.0, max(0.0, successes / n))
+    denominator = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return [0.0 if p == 0 else max(0.0, center - half), 1.0 if p == 1 else min(1.0, center + half)]
+
+
+def effective_sample_size(groups: Sequence[tuple[int, int]]) -> float:
+    """``episodes / deff`` for per-task ``(episodes, wins)`` (see the module rules)."""
+    n = sum(size for size, _ in groups)
+    k = len(groups)
+    if k < 2 or n <= k:
+        return float(n)
+    p = sum(wins for _, wins in groups) / n
+    between = sum(size * (wins / size - p) ** 2 for size, wins in groups) / (k - 1)
+    within = sum(wins * (1 - wins / size) for size, wins in groups) / (n - k)
+    n0 = (n - sum(size * size for size, _ in groups) / n) / (k - 1)
+    denominator = between + (n0 - 1) * within
+    icc = min(1.0, max(0.0, (between - within) / denominator)) if denominator > 0 else 0.0
+    return n / (1 + (n / k - 1) * icc)
+
+
+def success_interval(records: Sequence[EpisodeRecord]) -> list[float]:
+    """The 95% Wilson interval of the success rate, over the effective number of episodes."""
+    by_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for record in records:
+        counts = by_task[record.task["id"]]
+        counts[0] += 1
+        counts[1] += int(bool(record.won))
+    groups = [(size, wins) for size, wins in by_task.values()]
+    n = sum(size for size, _ in groups)
+    n_eff = effective_sample_size(groups)
+    return wilson_interval(sum(wins for _, wins in groups) / n * n_eff if n else 0.0, n_eff)
+
+
 def summarize(records: Iterable[EpisodeRecord], *, with_ci: bool = True) -> dict[str, Any]:
     """The scores of a set of episodes, overall and per family."""
     records = list(records)
@@ -99,5 +145,5 @@ def summarize(records: Iterable[EpisodeRecord], *, with_ci: bool = True) -> dict
         **_metrics(_episode_arrays(records)),
         "macro_success_rate": float(np.mean([f["success_rate"] for f in per_family.values()])),
         "per_family": per_family,
-        "ci95": bootstrap_ci(records) if with_ci else {},
+        "ci95": {**bootstrap_ci(records), "success_rate": success_interval(records)} if with_ci else {},
     }

@@ -174,6 +174,8 @@ class TrainConfig(BaseModel):
     """Write a checkpoint every this many updates."""
     keep_checkpoints: int = 2
     """Checkpoints kept on disk (older ones are deleted)."""
+    loggers: list[Literal["tensorboard", "wandb"]] = []
+    """Where metrics rows also go: "tensorboard" (OUT/tensorboard), "wandb" (WANDB_MODE=offline: no network)."""
 
     @field_validator("algo")
     @classmethod
@@ -244,7 +246,7 @@ class TrainConfig(BaseModel):
         identity = self.model_dump(exclude={"updates", "sft_epochs", "eval_every", "save_every", "keep_checkpoints",
                                             "workers", "observation_tokens", "env_call_timeout",
                                             "env_recycle_after", "live_episodes", "engine_memory_fraction",
-                                            "engine_sleep", "sync_tolerance"})
+                                            "engine_sleep", "sync_tolerance", "loggers"})
         identity.update(max_new_tokens=self.new_tokens(), max_prompt_tokens=self.prompt_tokens())
         if self.observation_tokens is not None:
             identity["observation_tokens"] = self.observation_tokens

@@ -14,6 +14,8 @@
 * ``evals/update-NNNNNN/<split>/`` — periodic evaluation run directories (seen / unseen), played
   after the update's checkpoint is written and before it becomes LATEST; a resumed run deletes
   those of updates after LATEST and redoes them.
+* ``tensorboard/``, ``wandb/`` — the same metrics rows, when ``loggers`` asks for them
+  (:mod:`seed_gym.training.loggers`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from seed_gym import jsonl
@@ -34,11 +37,13 @@ class TrainRunMismatch(SeedGymError, ValueError):
 
 
 class TrainRun:
-    def __init__(self, out: str | os.PathLike[str]) -> None:
+    def __init__(self, out: str | os.PathLike[str], loggers: Sequence[str] = ()) -> None:
         self.out = Path(out)
         self.checkpoints = self.out / "checkpoints"
         self.metrics_path = self.out / "metrics.jsonl"
         self._metrics = jsonl.Appender(self.metrics_path)
+        self.loggers = tuple(loggers)
+        self._sinks: list[Any] = []
 
     def open(self, identity: dict[str, Any], config: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
         """Start the run, or check that the run already in ``OUT`` has this identity.
@@ -53,6 +58,16 @@ class TrainRun:
                 raise TrainRunMismatch(f"{self.out} holds a training run with another config (differs in: "
                                        f"{', '.join(diff)}); use another --out")
         jsonl.write_atomic(path, json.dumps({"identity": identity, "config": config}, indent=2, default=str))
+        if self.loggers:  # only the process that opens the run (rank 0) logs
+            from seed_gym.training.loggers import make_sinks
+
+            self._sinks = make_sinks(self.loggers, self.out, config)
+
+    def close(self) -> None:
+        """Flush and close the loggers (metrics.jsonl needs nothing: every row is fsync'd)."""
+        sinks, self._sinks = self._sinks, []
+        for sink in sinks:
+            sink.close()
 
     # -- checkpoints -------------------------------------------------------------------------
     def checkpoint_dir(self, update: int) -> Path:
@@ -74,7 +89,12 @@ class TrainRun:
 
     # -- metrics -----------------------------------------------------------------------------
     def log(self, row: dict[str, Any]) -> None:
+        """Append one metrics row, and send its numbers to the loggers."""
         self._metrics.append([json.dumps(row, default=float)])
+        if self._sinks:
+            from seed_gym.training.loggers import log_row
+
+            log_row(self._sinks, row)
 
     def metrics(self) -> list[dict[str, Any]]:
         """The metric rows, in order; lines torn by a kill are skipped."""

@@ -16,9 +16,12 @@ A sample whose trajectory got no skill has teacher None: it carries no distillat
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from seed_gym import jsonl
 from seed_gym.records import EpisodeRecord
 from seed_gym.training.algorithms import algorithm
 from seed_gym.training.analyzer import ground_truth_from_env, make_analyzer
@@ -35,7 +38,9 @@ class TeacherSource:
         self.algo = algo
         self.analyzer = None
         self.bank = None
-        teacher = algorithm(algo).teacher
+        self.teacher = teacher = algorithm(algo).teacher
+        #: episode id -> the skill text of its teacher, for the latest update (``save_context``).
+        self.last_skills: dict[str, str] = {}
         truth = ground_truth_from_env(env) if env else None
         if teacher == "hindsight":
             self.analyzer = make_analyzer(analyzer, env_id=env_id, backend=policy_backend, base_url=analyzer_url,
@@ -48,13 +53,25 @@ class TeacherSource:
 
     def teacher_messages(self, records: Sequence[EpisodeRecord],
                          samples: Sequence[StepSample]) -> tuple[list[Any] | None, dict[str, float]]:
+        self.last_skills = {}
         if self.bank is not None:
             by_episode = {r.episode_id: self.bank.skills_for(r.task) for r in records}
+            self.last_skills = by_episode
             return [prepend_privileged_messages(s.messages, by_episode[s.episode_id]) for s in samples], {}
         if self.analyzer is None:
             return None, {}
         skills = dict(zip((r.episode_id for r in records), self.analyzer.analyze(records)))
+        self.last_skills = {eid: skill.episode_skill for eid, skill in skills.items() if skill is not None}
         messages = [insert_skill_messages(s.messages, skills[s.episode_id].episode_skill)
                     if skills.get(s.episode_id) is not None else None for s in samples]
         parsed = sum(skill is not None for skill in skills.values())
         return messages, {"skills_parsed": float(parsed), "skill_parse_rate": parsed / max(1, len(skills))}
+
+    def save_context(self, folder: Path) -> None:
+        """Write the latest update's skills as ``teacher.jsonl`` into a rollout run directory, so
+        ``seed-gym view`` shows each episode's teacher context (nothing for a teacherless algorithm)."""
+        if not self.last_skills:
+            return
+        lines = [json.dumps({"episode_id": eid, "teacher": self.teacher, "skill": skill})
+                 for eid, skill in sorted(self.last_skills.items())]
+        jsonl.write_atomic(Path(folder) / "teacher.jsonl", "\n".join(lines) + "\n")

@@ -224,14 +224,19 @@ class RLRun:
     pool: Any = None           # the env pool, open while updates run
 
 
+def rollout_rank_dir(state: RLRun, update: int) -> Path:
+    """The run directory of this rank's rollouts of one update."""
+    folder = state.run.rollout_dir(update)
+    return folder / f"rank-{state.parallel.rank}" if state.parallel.enabled else folder
+
+
 def collect_rollouts(state: RLRun, update: int, costs: PhaseCosts | None = None) -> list[EpisodeRecord]:
     """This update's episodes of this rank, played by the current policy (or read back after a kill)."""
     config, parallel = state.config, state.parallel
     rng = random.Random(f"{config.seed}:{update}")
     tasks = parallel.shard(rng.sample(state.train_ids, min(config.rl_tasks(), len(state.train_ids))))
     episodes = plan_episodes(tasks, group=config.group, seed=config.seed * 100_003 + update)
-    folder = state.run.rollout_dir(update)
-    rundir = RunDir(folder / f"rank-{parallel.rank}" if parallel.enabled else folder)
+    rundir = RunDir(rollout_rank_dir(state, update))
     rundir.open({"update": update, "tasks": tasks, "group": config.group}, {"algo": config.algo})
     done = rundir.finished()
     todo = [e for e in episodes if e.episode_id not in done]
@@ -345,6 +350,7 @@ def rl_step(state: RLRun, update: int, costs: PhaseCosts | None = None) -> dict[
     with costs.phase("analyzer", state.meter):
         teacher_messages, skill_stats = state.teachers.teacher_messages(records, samples)
     state.engine.release()  # GPUs: the engine's memory is the trainer's until the sync
+    state.teachers.save_context(rollout_rank_dir(state, update))  # what `seed-gym view` shows as the skill
     stats = rl_update(state.policy, state.reference, samples, teacher_messages, state.optimizer, state.loss_config,
                       state.settings, seed=config.seed * 1_000_003 + update, parallel=parallel, costs=costs)
     with costs.phase("sync"):
@@ -504,7 +510,7 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
 def train(config: TrainConfig, on_row: OnRow | None = None,
           on_status: OnStatus | None = None) -> list[dict[str, Any]]:
     parallel = DataParallel(config.parallel)  # torchrun sets WORLD_SIZE; alone it is a single process
-    run = TrainRun(config.out)
+    run = TrainRun(config.out, config.loggers)
     try:
         if parallel.is_main:
             run.open(config.identity(), config.model_dump(), config.identity_defaults())
@@ -515,4 +521,5 @@ def train(config: TrainConfig, on_row: OnRow | None = None,
             return train_sft_run(config, run, on_row, on_status)
         return train_rl(config, run, on_row, parallel)
     finally:
+        run.close()
         parallel.close()

@@ -1,36 +1,33 @@
 """A plugin env gets the whole of seed-gym without a line of seed-gym naming it.
 
-``tests/plugin_env`` is a separate distribution (``seed-gym-lamps``) with its own env, profile,
-prompt template, rule analyzer and sample texts, found through the ``seed_gym.envs`` entry-point
-group. It is installed here as a real package (pip, into a folder of its own), then evaluated from
-the CLI with scripted and model agents, trained with one GRPO and one SEED update (SEED's analyzer
-being the plugin's rule), and checked by ``seed_gym.check_text_env``.
+The plugin author's guide (``docs/adding-an-env.md``) shows a separate distribution
+(``seed-gym-lamps``, also in ``docs/examples/``) with its own env, profile, prompt template, rule
+analyzer and sample texts, found through the ``seed_gym.envs`` entry-point group. The package is
+written here *from the guide's code blocks* and installed as a real package (pip, into a folder of
+its own), then listed by ``doctor``, played with ``play``, evaluated from the CLI with scripted and
+model agents, trained with one GRPO and one SEED update (SEED's analyzer being the plugin's rule),
+and checked by ``seed_gym.check_text_env``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from plugin_guide import REPO, write_example
 
 pytestmark = pytest.mark.integration
-
-PLUGIN = Path(__file__).resolve().parents[1] / "plugin_env"
-REPO = PLUGIN.parents[1]
 
 
 @pytest.fixture(scope="module")
 def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The plugin installed by pip into its own folder (a copy of the source is built, so the
-    repository stays clean)."""
+    """The package the guide shows, installed by pip into its own folder."""
     root = tmp_path_factory.mktemp("plugin")
-    source, site = root / "src", root / "site"
-    shutil.copytree(PLUGIN, source)
+    source, site = write_example(root / "src"), root / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                     "--no-index", "--target", str(site), str(source)], check=True)
     assert (site / "seed_gym_lamps" / "prompts" / "lamps.toml").exists()
@@ -51,9 +48,10 @@ def lamps_registered(plugin_site: Path, monkeypatch: pytest.MonkeyPatch):
     registry.load_entry_points(force=True)
 
 
-def seed_gym_cli(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-m", "seed_gym.cli", *args], cwd=cwd, env=env,
+def seed_gym_cli(site: Path, *args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+           "COLUMNS": "300"}
+    result = subprocess.run([sys.executable, "-m", "seed_gym.cli", *args], cwd=cwd, env=env, input=stdin,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     return result
@@ -67,10 +65,24 @@ def first_episode(folder: Path) -> dict:
     return json.loads((folder / "episodes.jsonl").read_text().splitlines()[0])
 
 
-def test_no_seed_gym_file_names_the_plugin():
-    tracked = subprocess.run(["git", "grep", "-l", "-e", "seed_gym_lamps", "-e", "seed-gym-lamps", "-e", "lamps-react", "--", ".", ":!tests"], cwd=REPO,
-                             capture_output=True, text=True)
+def test_no_seed_gym_code_names_the_plugin():
+    tracked = subprocess.run(["git", "grep", "-l", "-e", "seed_gym_lamps", "-e", "seed-gym-lamps", "-e", "lamps-react",
+                              "--", ".", ":!tests", ":!docs", ":!README.md"], cwd=REPO, capture_output=True, text=True)
     assert tracked.stdout == ""
+
+
+def test_doctor_lists_the_plugin_env_and_where_it_comes_from(plugin_site, tmp_path):
+    out = seed_gym_cli(plugin_site, "doctor", cwd=tmp_path).stdout
+    [line] = [line for line in out.splitlines() if "env lamps" in line]
+    assert "plugin seed-gym-lamps 0.1.0" in line and "seed_gym_lamps:register_envs" in line
+
+
+def test_a_person_plays_the_plugin_env_at_the_terminal(plugin_site, tmp_path):
+    moves = "look\nswitch on lamp 1\n2\nswitch on lamp 3\nswitch on lamp 4\n"  # 2: the second choice listed
+    out = seed_gym_cli(plugin_site, "play", "lamps", "--split", "test", "--index", "0", cwd=tmp_path,
+                       stdin=moves).stdout
+    assert "You are in a dark room with 4 lamps" in out and "Lamps on: none." in out
+    assert "won after 5 steps, score 1.00" in out
 
 
 def test_seed_gym_eval_runs_scripted_agents_on_the_plugin_env(plugin_site, tmp_path):
@@ -87,8 +99,9 @@ def test_seed_gym_eval_runs_scripted_agents_on_the_plugin_env(plugin_site, tmp_p
 
 
 def test_a_model_agent_reads_the_plugins_own_prompt_template(plugin_site, tiny_model_dir, tmp_path):
-    seed_gym_cli(plugin_site, "eval", "--env", "lamps", "--split", "unseen", "--backend", "inline",
-                 "-a", f"hf:{tiny_model_dir}@max_new_tokens=16", "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    result = seed_gym_cli(plugin_site, "eval", "--env", "lamps", "--split", "unseen", "--backend", "inline",
+                          "-a", f"hf:{tiny_model_dir}@max_new_tokens=16", "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    assert "steps/s" in result.stderr and "tok/s" in result.stderr  # a model agent's progress shows its tokens
     [folder] = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
     assert summary(folder)["episodes"] == 2
     step = first_episode(folder)["steps"][0]

@@ -59,6 +59,12 @@ def test_seed_with_parsed_hindsight_skills_logs_the_gate_statistics(tiny_model_d
     row = rows[0]
     assert row["skill_parse_rate"] == 1.0 and row["teacher_coverage"] == 1.0
     assert 0.0 < row["gate_mean"] < 1.0 and row["opd_loss"] != 0.0
+    # the skill each episode's teacher saw, kept beside the rollout for `seed-gym view`
+    rollout = tmp_path / "run" / "rollouts" / "update-000001"
+    context = [json.loads(line) for line in (rollout / "teacher.jsonl").read_text().splitlines()]
+    episodes = [json.loads(line)["episode_id"] for line in (rollout / "episodes.jsonl").read_text().splitlines()]
+    assert sorted(c["episode_id"] for c in context) == sorted(episodes)
+    assert {c["teacher"] for c in context} == {"hindsight"} and all(c["skill"] for c in context)
 
 
 def test_updates_change_the_weights_and_checkpoints_load_as_agents(tiny_model_dir, tmp_path):

@@ -240,7 +240,8 @@ def test_report_keeps_reported_rows_apart_and_shows_submission_and_curves(tmp_pa
     assert "reported" in reported and "arXiv 2607.14777" in reported and "Team X" not in reported
     assert "<polyline" in html and "validation success % by update" in html
     markdown = (tmp_path / "out" / "README.md").read_text()
-    assert "| 1 | Team X (random) | tiny-1 | 4 | 75.0 [" in markdown
+    assert "| 1 | [Team X (random)](runs/001-random.html) | tiny-1 | 4 | 75.0 [" in markdown
+    assert (tmp_path / "out" / "runs" / "001-random.html").read_text().count('<details class="episode"') == 4
     assert "| reported | SEED | Qwen2.5-3B | 91.8 |" in markdown
     data = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
     assert data["boards"][0]["rows"][0]["success_rate"] == 0.75
@@ -278,3 +279,76 @@ def test_bad_metadata_does_not_hide_run_problems(tmp_path: Path) -> None:
         load_inputs([folder])
     assert "submission.json: not JSON" in str(error.value)
     assert "incomplete run, 2 of 4" in str(error.value)
+
+
+# -- a board people read ----------------------------------------------------------------------
+def test_family_cells_show_n_and_success_intervals_never_collapse(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "r", tasks("1111111111", "pick") + [("z0", "look", False)])
+    [section] = build_boards(load_inputs([run]))
+    [row] = section.boards[0].rows
+    assert row.summary["ci95"]["success_rate"][0] < row.summary["success_rate"] < 1.0  # 10 of 11
+    pick = row.families["pick"]
+    assert pick.episodes == 10 and pick.ci95[1] == 1.0 and pick.ci95[0] == pytest.approx(0.7225, abs=1e-4)
+    assert row.families["look"].ci95 == pytest.approx([0.0, 0.7935], abs=1e-4)  # 0 of 1
+    html = render_html(build_report([run], with_reference=False))
+    assert "[72.2, 100.0] n=10" in html and "[0.0, 79.3] n=1" in html and "[100.0, 100.0]" not in html
+
+
+def test_board_variants_say_what_differs_not_a_variant_number(tmp_path: Path) -> None:
+    main = make_run(tmp_path / "a", tasks("10"))
+    short = make_run(tmp_path / "b", tasks("11"), agent="expert", max_steps=5)
+    [section] = build_boards(load_inputs([main, short]))
+    assert sorted(board.title for board in section.boards) == ["alfworld / unseen · max steps 10",
+                                                               "alfworld / unseen · max steps 5"]
+    other_tasks = make_run(tmp_path / "c", tasks("11"), agent="expert", tasks_fingerprint="sha256:othertasks000000")
+    [section] = build_boards(load_inputs([main, other_tasks]))
+    assert {board.difference for board in section.boards} == {"2 tasks tasks000", "2 tasks othertas"}
+    headers = generalization_table(section).headers
+    assert not any(" v1" in h or " v2" in h for h in headers) and any("2 tasks othertas" in h for h in headers)
+
+
+def test_every_row_is_paired_against_the_boards_best_row(tmp_path: Path) -> None:
+    best = make_run(tmp_path / "best", tasks("111111"), agent="expert")
+    worse = make_run(tmp_path / "worse", tasks("110000"), agent="random")
+    [section] = build_boards(load_inputs([worse, best]))
+    first, second = section.boards[0].rows
+    assert first.label == "expert" and first.vs_best is None
+    assert second.vs_best.success_diff == pytest.approx(-4 / 6)
+    assert (second.vs_best.a_only_won, second.vs_best.b_only_won) == (4, 0)
+    assert second.vs_best.p_value == pytest.approx(mcnemar_exact(4, 0))
+    html = render_html(build_report([best, worse], with_reference=False))
+    assert f'data-metric="paired_p" data-value="{mcnemar_exact(4, 0)!r}"' in html and ">best<" in html
+
+
+def test_model_agents_rows_show_tokens_latency_and_format_validity(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "m", tasks("10"), agent="hf:/a/very/long/path/to/models/tiny@max_new_tokens=16,dtype=float32")
+    records = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
+    for record in records:  # what a model agent's steps record
+        for index, step in enumerate(record["steps"]):
+            step["meta"] = {"completion_tokens": 10 + index, "prompt_tokens": 100, "latency_s": 0.5}
+            step["valid_format"] = index == 0
+    (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    scripted = make_run(tmp_path / "s", tasks("11"), agent="expert")
+    [section] = build_boards(load_inputs([run, scripted]))
+    rows = {row.label: row for row in section.boards[0].rows}
+    assert rows["expert"].usage is None
+    usage = next(row.usage for label, row in rows.items() if label.startswith("hf:"))
+    assert (usage.steps, usage.completion_tokens, usage.prompt_tokens, usage.latency_s, usage.format_valid_rate) == \
+        (4, 10.5, 100.0, 0.5, 0.5)
+    html = render_html(build_report([run, scripted], with_reference=False))
+    assert "tokens, latency and format validity" in html
+    assert 'title="hf:/a/very/long/path/to/models/tiny@max_new_tokens=16,dtype=float32"' in html
+    assert fmt.short_label("hf:/a/very/long/path/to/models/tiny@max_new_tokens=16,dtype=float32") in html
+
+
+def test_papers_rows_are_folded_and_a_one_point_curve_is_a_labelled_marker(tmp_path: Path) -> None:
+    folder = tmp_path / "sub"
+    make_run(folder / "run", tasks("1101"))
+    (folder / "submission.json").write_text(json.dumps(GOOD_SUBMISSION))
+    (folder / "metrics.jsonl").write_text('{"update": 3, "split": "unseen", "success_rate": 0.25}\n')
+    html = render_html(build_report([folder]))
+    folded = html[html.index('<details class="reported-papers">'):]
+    assert '<table class="reported"' in folded and '<table class="reported"' not in html[:html.index(folded)]
+    curve = html[html.index("Learning curves"):html.index('<details class="reported-papers">')]
+    assert "<polyline" not in curve and 'r="5"' in curve and "25.0%" in curve and "one evaluation so far" in curve
+    assert '<figcaption>Team X: validation success % by update</figcaption>' in curve

@@ -3,7 +3,7 @@
 import pytest
 
 from seed_gym.records import EpisodeRecord, StepRecord
-from seed_gym.scoring import bootstrap_ci, summarize
+from seed_gym.scoring import bootstrap_ci, success_interval, summarize, wilson_interval
 
 
 def record(task, family, won, steps, invalid=0, score=None, status="completed"):
@@ -63,3 +63,21 @@ def test_empty_and_error_runs():
 def test_ci_does_not_depend_on_the_order_episodes_finished_in():
     records = [record(f"t{i}", "f", i % 3 == 0, 1 + i % 4) for i in range(30)]
     assert bootstrap_ci(records) == bootstrap_ci(records[::-1])
+
+
+def test_the_success_interval_does_not_collapse_at_0_or_100_percent():
+    all_won = summarize([record(f"t{i}", "f", True, 3) for i in range(10)])
+    low, high = all_won["ci95"]["success_rate"]
+    assert high == 1.0 and low == pytest.approx(0.7225, abs=1e-4)  # Wilson, 10 of 10
+    low, high = summarize([record(f"t{i}", "f", False, 3) for i in range(10)])["ci95"]["success_rate"]
+    assert low == 0.0 and high == pytest.approx(0.2775, abs=1e-4)
+    assert all_won["ci95"]["mean_steps"] == [3.0, 3.0]  # means keep the task bootstrap
+
+
+def test_the_success_interval_counts_correlated_episodes_of_one_task_once():
+    # Two tasks whose 8 episodes all agree: as informative as 2 episodes, not 16.
+    clustered = [record("win", "f", True, 1) for _ in range(8)] + [record("lose", "f", False, 1) for _ in range(8)]
+    assert success_interval(clustered) == pytest.approx(wilson_interval(1, 2))
+    # Episodes that vary within tasks as much as between them: every episode counts.
+    mixed = [record(f"t{i // 4}", "f", i % 2 == 0, 1) for i in range(16)]
+    assert success_interval(mixed) == pytest.approx(wilson_interval(8, 16))

@@ -199,6 +199,40 @@ def _manifest_matches(split_dir: Path, wanted: dict[str, Any]) -> bool:
     return all(found.get(key) == value for key, value in wanted.items())
 
 
+@dataclass(frozen=True)
+class Unfinished:
+    """A staging folder of a split generation: ``running`` when a generator holds the root's lock
+    now, else left by one that was killed (the next generation of that split deletes it)."""
+
+    path: Path
+    split_dir: str
+    running: bool
+
+
+def unfinished_generations(root: Path) -> list[Unfinished]:
+    """The staging folders under ``root/json_2.1.1`` (what ``seed-gym doctor`` flags)."""
+    base = Path(root) / DATA_DIR
+    staged = sorted(p for p in base.glob(".*.tmp-*") if p.is_dir()) if base.is_dir() else []
+    if not staged:
+        return []
+    running = _lock_held(Path(root))
+    return [Unfinished(path, path.name[1:].split(".tmp-", 1)[0], running) for path in staged]
+
+
+def _lock_held(root: Path) -> bool:
+    """Whether some generator holds ``root``'s lock right now (tried without waiting)."""
+    lock = root / LOCK_FILE
+    if not lock.exists():
+        return False
+    with open(lock, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
 @contextlib.contextmanager
 def _root_lock(root: Path) -> Iterator[None]:
     """Exclusive ``fcntl`` lock on ``root``; blocks until other generators are done."""

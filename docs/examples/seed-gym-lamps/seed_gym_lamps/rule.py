@@ -1,4 +1,4 @@
-"""The rule analyzer and the sample texts the profile declares."""
+"""The rule analyzer and the sample texts the profile names."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ SEEN_TRUTHS: list[Mapping[str, Any] | None] = []
 
 
 def lamps_rule(record: Any, truth: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """(summary, skill) for one finished episode record; ``truth`` is ``env.ground_truth(task_id)``."""
     SEEN_TRUTHS.append(truth)
     order = list((truth or {}).get("order", []))
     switched = [s.action for s in record.steps if s.action.startswith("switch on lamp")]
@@ -21,5 +22,6 @@ def lamps_rule(record: Any, truth: Mapping[str, Any] | None = None) -> tuple[str
 
 
 def sample_texts(seed: int) -> list[str]:
+    """Texts the tiny model's tokenizer trains on, so it can spell this env's words."""
     return [f"Your task is to: switch on lamps 3, 1, 2 in this order. (sample {seed})",
             "Lamp 3 is on.", "<think>Lamp 1 is next.</think><action>switch on lamp 1</action>"]
