@@ -148,6 +148,12 @@ def eval_command(
     console.print(results_table(summaries))
     for summary in summaries:
         console.print(f"[dim]{summary['agent']}: {summary['run_dir']}[/]")
+    failed = [s for s in summaries if s["episodes"] and s["errors"] == s["episodes"]]
+    if failed:  # nothing was played: a failed run, not a score of 0
+        err_console.print(f"[bold red]error:[/] every episode of {escape(', '.join(s['agent'] for s in failed))} "
+                          f"failed; the records in {escape(str(failed[0]['run_dir']))}/episodes.jsonl say why",
+                          soft_wrap=True)
+        raise typer.Exit(1)
 
 
 def _pct(value: float | None) -> str:
