@@ -265,3 +265,15 @@ def test_a_data_error_pickles_whole():
     error = DataError("/d/f.json", "not valid JSON", "download it again", 3)
     again = pickle.loads(pickle.dumps(error))
     assert str(again) == str(error) == "bad data in /d/f.json, line 3: not valid JSON; to fix: download it again"
+
+
+def test_a_run_in_which_every_episode_failed_exits_1(tmp_path, capsys):
+    """PDDL that passes the load-time check but that the engine cannot play (the cut-down domain
+    here) fails each episode; a run with nothing played is a failure, not a success rate of 0."""
+    data = alfworld_tree(tmp_path / "alfworld")
+    code, err = _eval(capsys, ["eval", "-a", "random", "--env", "alfworld", "--split", "unseen", "--backend", "inline",
+                               "--workers", "1", "--env-arg", f"data={data}", "--out", str(tmp_path / "run")])
+    assert code == 1, err
+    assert "every episode of random failed" in err and "episodes.jsonl" in err
+    record = json.loads((tmp_path / "run" / "random" / "episodes.jsonl").read_text().splitlines()[0])
+    assert record["status"] == "error" and record["error"]
