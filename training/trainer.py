@@ -65,11 +65,12 @@ def resume_point(run: TrainRun, config: TrainConfig) -> Resumed:
 
 
 def save_checkpoint(run: TrainRun, policy: Policy, optimizer: Any, update: int, keep: int) -> Path:
-    folder = policy.save(run.checkpoint_dir(update))
-    torch.save(optimizer.state_dict(), folder / "optimizer.pt")
-    (folder / "trainer_state.json").write_text(json.dumps({"update": update}))  # written last: complete
+    with run.staged_checkpoint(update) as folder:  # written whole, then renamed into place
+        policy.save(folder)
+        torch.save(optimizer.state_dict(), folder / "optimizer.pt")
+        (folder / "trainer_state.json").write_text(json.dumps({"update": update}))  # written last: complete
     run.commit_checkpoint(update, keep)
-    return folder
+    return run.checkpoint_dir(update)
 
 
 def agent_params(config: TrainConfig, *, temperature: float, tokens: bool) -> dict[str, str]:
