@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,12 +112,19 @@ class Case:
     build: Callable[[Path], tuple[Path, Path, int | None]]  # tmp -> (data folder, named file, line)
 
 
-def _webshop(change: Callable[[Path], tuple[Path, int | None]]) -> Callable[[Path], tuple[Path, Path, int | None]]:
-    def build(tmp: Path) -> tuple[Path, Path, int | None]:
-        root = webshop_folder(tmp / "webshop")
-        named, line = change(root)
-        return root, named, line
-    return build
+Change = Callable[[Path], tuple[Path, int | None]]  # the folder to break -> (the file named, its line)
+
+
+def _broken(make: Callable[[Path], Path], part: str = "") -> Callable[[Change], Callable[[Path], Any]]:
+    """``_broken(make)(change)``: a builder that makes good data under tmp, then applies ``change``
+    to ``make``'s folder (or its sub-folder ``part``)."""
+    def with_change(change: Change) -> Callable[[Path], tuple[Path, Path, int | None]]:
+        def build(tmp: Path) -> tuple[Path, Path, int | None]:
+            root = make(tmp / "data")
+            named, line = change(root / part if part else root)
+            return root, named, line
+        return build
+    return with_change
 
 
 def _write(path: Path, text: str, line: int | None = None) -> tuple[Path, int | None]:
@@ -124,20 +132,9 @@ def _write(path: Path, text: str, line: int | None = None) -> tuple[Path, int | 
     return path, line
 
 
-def _searchqa(change: Callable[[Path], tuple[Path, int | None]]) -> Callable[[Path], tuple[Path, Path, int | None]]:
-    def build(tmp: Path) -> tuple[Path, Path, int | None]:
-        root = searchqa_folder(tmp / "searchqa")
-        named, line = change(root)
-        return root, named, line
-    return build
-
-
-def _alfworld(change: Callable[[Path], tuple[Path, int | None]]) -> Callable[[Path], tuple[Path, Path, int | None]]:
-    def build(tmp: Path) -> tuple[Path, Path, int | None]:
-        root = alfworld_tree(tmp / "alfworld")
-        named, line = change(root / "json_2.1.1" / "valid_unseen")
-        return root, named, line
-    return build
+_webshop = _broken(webshop_folder)
+_searchqa = _broken(searchqa_folder)
+_alfworld = _broken(alfworld_tree, "json_2.1.1/valid_unseen")
 
 
 def _game(split: Path) -> Path:
