@@ -26,7 +26,8 @@ Rules:
   context beside ``max_tokens`` is a 400 with code ``context_length_exceeded`` (as OpenAI's), never
   cut (backends that generate in steps check this; others keep their own rule).
 * ``model`` may be omitted; when given it must equal the served name, else 404 (as OpenAI does).
-* Bad input is a 400 in OpenAI's error shape ``{"error": {"message", "type", "param", "code"}}``
+* Bad input (a body that is not UTF-8 JSON, text with a lone surrogate escape, a bad field) is a 400
+  in OpenAI's error shape ``{"error": {"message", "type", "param", "code"}}``
   naming the field; a generation failure is a 500 in the same shape.
 * Responses follow OpenAI's (non-streaming) shape. As OpenAI does, the matched stop string is
   *stripped* from the text; it is reported as the choice's ``stop_reason`` (vLLM's extension;
@@ -52,6 +53,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 import uuid
@@ -299,6 +301,16 @@ def _is_str_or_str_list(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
+def _unicode(value: str) -> str:
+    """Text a tokenizer can take: JSON's ``"\\ud800"`` escape decodes to a lone surrogate, which is
+    not Unicode text (tokenizing it failed, a 500); it is a 400 naming the field."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("text must be valid Unicode; a lone surrogate escape (\\ud800-\\udfff) is not") from None
+    return value
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore")
     role: Literal["system", "developer", "user", "assistant", "tool"]
@@ -309,12 +321,12 @@ class ChatMessage(BaseModel):
     def _text_only(cls, value: Any) -> str:
         """Content parts are joined when they are all ``{"type": "text", "text": ...}``."""
         if isinstance(value, str):
-            return value
+            return _unicode(value)
         if not isinstance(value, list) or not all(
                 isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
                 for part in value):
             raise ValueError("only text content is supported (a string or parts {\"type\": \"text\", \"text\": ...})")
-        return "".join(part["text"] for part in value)
+        return _unicode("".join(part["text"] for part in value))
 
 
 def _off(*values: Any) -> Callable[[Any], bool]:
@@ -378,7 +390,7 @@ class _SamplingRequest(BaseModel):
             raise ValueError(f"at most {MAX_STOPS} stop strings")
         if any(not s for s in stops):
             raise ValueError("stop strings must not be empty")
-        return stops
+        return [_unicode(stop) for stop in stops]
 
 
 class ChatRequest(_SamplingRequest):
@@ -432,6 +444,8 @@ class CompletionRequest(_SamplingRequest):
             raise ValueError(f"the prompts exceed {MAX_TEXT_CHARS} characters in all")
         if any(not p for p in prompts):  # nothing to condition on (the model saw 0 tokens: a 500 before)
             raise ValueError("a prompt must not be empty")
+        for prompt in prompts:
+            _unicode(prompt)
         return value
 
     @field_validator("logprobs")
@@ -466,6 +480,14 @@ class APIError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
+
+    def response(self, headers: Any = None) -> Any:
+        """The JSON response; ASCII-escaped, so a message quoting what the client sent (a model name
+        with a lone surrogate escape, say) still encodes."""
+        from fastapi.responses import Response
+
+        return Response(json.dumps(self.body()), status_code=self.status, headers=headers,
+                        media_type="application/json")
 
 
 def _validation_message(errors: Sequence[Any]) -> tuple[str, str | None]:
@@ -594,7 +616,7 @@ def create_app(backend: Backend, *, model_name: str, max_tokens_limit: int = 409
     ``app.state.batcher.stats`` counts the ``generate`` calls and their sizes (also on ``/health``)."""
     from fastapi import FastAPI
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException as StarletteHTTPException
 
     from seed_gym.serving import BodyLimit
 
@@ -615,13 +637,19 @@ def create_app(backend: Backend, *, model_name: str, max_tokens_limit: int = 409
     app.state.backend = backend
 
     @app.exception_handler(APIError)
-    async def _api_error(_: Request, error: APIError) -> JSONResponse:
-        return JSONResponse(error.body(), status_code=error.status)
+    async def _api_error(_: Request, error: APIError) -> Any:
+        return error.response()
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, error: RequestValidationError) -> JSONResponse:
+    async def _invalid(_: Request, error: RequestValidationError) -> Any:
         message, param = _validation_message(error.errors())
-        return JSONResponse(APIError(400, message, param=param).body(), status_code=400)
+        return APIError(400, message, param=param).response()
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, error: StarletteHTTPException) -> Any:
+        # what the framework answers itself (a body that is not UTF-8 or nested too deeply to
+        # parse, an unknown path, a wrong method), in the same OpenAI error shape
+        return APIError(error.status_code, str(error.detail)).response(getattr(error, "headers", None))
 
     def model_card() -> dict[str, Any]:
         return {"id": model_name, "object": "model", "created": created, "owned_by": "seed-gym"}

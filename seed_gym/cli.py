@@ -151,6 +151,12 @@ def eval_command(
     console.print(results_table(summaries))
     for summary in summaries:
         console.print(f"[dim]{summary['agent']}: {summary['run_dir']}[/]")
+    failed = [s for s in summaries if s["episodes"] and s["errors"] == s["episodes"]]
+    if failed:  # nothing was played: a failed run, not a score of 0
+        err_console.print(f"[bold red]error:[/] every episode of {escape(', '.join(s['agent'] for s in failed))} "
+                          f"failed; the records in {escape(str(failed[0]['run_dir']))}/episodes.jsonl say why",
+                          soft_wrap=True)
+        raise typer.Exit(1)
 
 
 def _pct(value: float | None) -> str:
@@ -240,6 +246,34 @@ def doctor_command() -> None:
         raise typer.Exit(1)
 
 
+# -- bench serve-load --------------------------------------------------------------------------
+def serve_load_command(
+    server: str = typer.Option(..., help="The server: a load target's name (webshop, retriever, policy, or a plugin's)."),
+    clients: int = typer.Option(32, min=1, help="Concurrent clients, one keep-alive connection each."),
+    requests: int = typer.Option(20, min=1, help="Short requests each client sends (a fixed count)."),
+    duration: float = typer.Option(300.0, min=0.001, help="Seconds after which clients stop early (a cap)."),
+    baseline_requests: int = typer.Option(20, min=1, help="Requests of the one-client baseline."),
+    server_arg: list[str] = typer.Option([], help="Target option key=value (repeatable), e.g. model=DIR for policy."),
+    out: Optional[Path] = typer.Option(None, help="Also write the report as JSON here."),
+) -> None:
+    """A bounded loopback load test of one server: throughput, p50/p99, errors, and whether short
+    requests are starved by a long one in flight; ratios against a one-client baseline of the same run."""
+    import json
+
+    from seed_gym.loadtest import LoadTestError, load_target, run_load, summary_lines
+
+    try:
+        target = load_target(server, parse_env_args(server_arg))
+    except LoadTestError as error:
+        raise typer.BadParameter(str(error), param_hint="'--server'") from None
+    report = run_load(target, clients=clients, requests=requests, duration_s=duration,
+                      baseline_requests=baseline_requests, log=lambda line: err_console.print(escape(line)))
+    for line in summary_lines(report):
+        console.print(escape(line))
+    if out:
+        out.write_text(json.dumps(report, indent=2))
+
+
 # -- command modules -------------------------------------------------------------------------
 def command_entry_points() -> list[EntryPoint]:
     """The ``seed_gym.commands`` entry points, sorted by name."""
@@ -275,6 +309,7 @@ def build_app(plugins: Optional[Iterable[EntryPoint]] = None) -> typer.Typer:
     app.command("eval")(eval_command)
     app.command("play")(play_command)
     app.command("doctor")(doctor_command)
+    bench_app.command("serve-load")(serve_load_command)
     register_command_modules(command_entry_points() if plugins is None else plugins,
                              app, data_app, bench_app, serve_app)
     return app

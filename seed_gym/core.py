@@ -14,7 +14,8 @@ Rules every env follows (tests in ``tests/unit/test_core.py`` hold them to it):
   ``_step``; up to that length an env must answer in time linear in the action's length.
 * Misuse raises a typed :class:`SeedGymError`: stepping before reset or after the episode ended,
   an unknown task id (the base class accepts exactly the ids its splits list), an unknown
-  ``reset`` option key, missing data.
+  ``reset`` option key, missing data (:class:`MissingDataError`), unusable data
+  (:class:`DataError`, raised when the data loads, not during an episode).
 * ``info["expert_action"]`` is filled by envs that override ``_expert_action``
   (:meth:`TextEnv.has_expert`); an agent that needs it on an env without one is refused up front.
 
@@ -62,6 +63,21 @@ class UnknownTaskError(SeedGymError, KeyError):
 
 class MissingDataError(SeedGymError, FileNotFoundError):
     """The data an env needs is not where it was told to look."""
+
+
+class DataError(SeedGymError):
+    """The data an env was pointed at is there but unusable: empty, cut short, not UTF-8, not the
+    expected shape, a record without a required field. Raised when the data *loads* (never in the
+    middle of an episode, where it would only become an error record), naming the file, the line
+    where there is one, and the fix."""
+
+    def __init__(self, path: Any, problem: str, fix: str, line: int | None = None) -> None:
+        super().__init__(str(path), problem, fix, line)  # all in args, so it pickles
+        self.path, self.problem, self.fix, self.line = str(path), problem, fix, line
+
+    def __str__(self) -> str:
+        where = f"{self.path}, line {self.line}" if self.line else self.path
+        return f"bad data in {where}: {self.problem}; to fix: {self.fix}"
 
 
 @dataclass(frozen=True)

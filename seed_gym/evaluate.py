@@ -19,7 +19,7 @@ from seed_gym.agent import AgentSpec, agent_class, make_agent
 from seed_gym.pools import DEFAULT_CALL_TIMEOUT, make_pool
 from seed_gym.progress import EvalProgress
 from seed_gym.records import RunDir, provenance
-from seed_gym.core import SeedGymError, TextEnv
+from seed_gym.core import MissingDataError, SeedGymError, TextEnv
 from seed_gym.registry import make, profile, takes_env_kwarg
 from seed_gym.rollout import plan_episodes, run_rollouts
 from seed_gym.scoring import summarize
@@ -82,6 +82,9 @@ def prepare(config: EvalConfig) -> PreparedRun:
     task_set = probe.task_set()
     split = task_set.split(config.split)
     task_ids = split.select(config.n)
+    if not task_ids:  # an env's loader names the file; this catches any env whose split came out empty
+        raise MissingDataError(f"{config.env}: split {config.split!r} has no tasks (data "
+                               f"{task_set.data_fingerprint}); check the data the env reads")
     episodes = plan_episodes(task_ids, group=config.group, seed=config.seed)
     identity = {
         "env": config.env, "env_version": probe.version, "env_kwargs": env_kwargs,

@@ -131,7 +131,16 @@ class EpisodeRecord:
         return sum(step.invalid_action for step in self.steps)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+        """One JSON line, UTF-8 as written. Text that is not valid Unicode (a lone surrogate, which
+        an agent can send: JSON's ``"\\ud800"`` decodes to one) is written escaped, so the line
+        still encodes and reads back as it was."""
+        data = asdict(self)
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            line = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+        return line
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EpisodeRecord":

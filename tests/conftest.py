@@ -3,11 +3,25 @@
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import signal
 import tarfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+#: The fuzz suites' hypothesis profile: derandomized (the same examples on every run and machine,
+#: so CI is repeatable and a failure reproduces), no example database, no per-example deadline
+#: (a hang is caught by :func:`watchdog`, never a speed assertion). Each suite passes its own
+#: fixed ``max_examples`` (its budget) on top: ``settings(settings.get_profile("fuzz"), max_examples=N)``.
+settings.register_profile(
+    "fuzz", derandomize=True, database=None, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+                           HealthCheck.function_scoped_fixture])
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 OFFICIAL_ARCHIVE = SHARED_DATA / "alfworld-official-valid.tar.xz"
@@ -105,3 +119,56 @@ def flaky_proxy():
     yield start
     for proxy in proxies:
         proxy.close()
+
+
+class _Backstop:
+    """One daemon thread for every :func:`watchdog`: if a bounded call is still running long after
+    its bound (stuck in C, where the interval timer cannot interrupt it), it dumps every thread's
+    stack and ends the test process, so a hang fails CI instead of stalling it."""
+
+    def __init__(self) -> None:
+        import threading
+        import time
+
+        self.deadline: float | None = None
+        self._clock = time.monotonic
+
+        def watch() -> None:
+            while True:
+                time.sleep(0.25)
+                if self.deadline is not None and self._clock() > self.deadline:
+                    faulthandler.dump_traceback(all_threads=True)
+                    os._exit(70)
+
+        threading.Thread(target=watch, daemon=True, name="watchdog-backstop").start()
+
+
+_BACKSTOP: _Backstop | None = None
+
+
+@contextmanager
+def _watchdog(seconds: float) -> Iterator[None]:
+    """Bound one call: past ``seconds`` a TimeoutError is raised in it (an interval timer, for code
+    that returns to the interpreter); past three times that, :class:`_Backstop` ends the process."""
+    global _BACKSTOP
+    if _BACKSTOP is None:
+        _BACKSTOP = _Backstop()
+
+    def expire(*_: object) -> None:
+        raise TimeoutError(f"call took over {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    _BACKSTOP.deadline = _BACKSTOP._clock() + 3 * seconds
+    try:
+        yield
+    finally:
+        _BACKSTOP.deadline = None
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(scope="session")
+def watchdog() -> Callable[[float], "contextmanager[None]"]:
+    """``with watchdog(seconds): call()``: the per-call bound of the fuzz and hostile-input suites."""
+    return _watchdog

@@ -10,7 +10,10 @@
   training reads), so a run killed after its rollouts resumes without replaying them;
 * ``checkpoints/update-NNNNNN/`` — ``save_pretrained`` model + tokenizer (a model folder any agent
   loads), ``optimizer.pt`` and ``trainer_state.json``; ``checkpoints/LATEST`` names the newest.
-  Only the newest ``keep_checkpoints`` are kept;
+  Only the newest ``keep_checkpoints`` are kept. A checkpoint is written atomically: into a hidden
+  staging folder (:meth:`TrainRun.staged_checkpoint`), fsynced and renamed into place whole, and
+  only then named by ``LATEST`` (the commit point), so a kill at any byte leaves no half checkpoint
+  where an agent would load it, and a resume takes the last complete one (:meth:`TrainRun.latest`);
 * ``evals/update-NNNNNN/<split>/`` — periodic evaluation run directories (seen / unseen), played
   after the update's checkpoint is written and before it becomes LATEST; a resumed run deletes
   those of updates after LATEST and redoes them.
@@ -23,8 +26,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 from seed_gym import jsonl
@@ -34,6 +38,23 @@ from seed_gym.records import identity_diff
 
 class TrainRunMismatch(SeedGymError, ValueError):
     pass
+
+
+def _complete(folder: Path) -> bool:
+    """A checkpoint folder whose ``trainer_state.json`` (written last) holds its update number."""
+    try:
+        return isinstance(json.loads((folder / "trainer_state.json").read_text()).get("update"), int)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file's or a folder's entry to disk (a rename is durable only once its folder is)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class TrainRun:
@@ -74,18 +95,49 @@ class TrainRun:
         return self.checkpoints / f"update-{update:06d}"
 
     def latest(self) -> Path | None:
+        """The checkpoint to resume from: the one ``LATEST`` names, or, when that one is gone or
+        incomplete (removed by hand, say), the newest complete ``update-*``; None when there is none."""
         marker = self.checkpoints / "LATEST"
-        if not marker.exists():
-            return None
-        path = self.checkpoints / marker.read_text().strip()
-        return path if (path / "trainer_state.json").exists() else None
+        if marker.exists():
+            named = self.checkpoints / marker.read_text().strip()
+            if named.name.startswith("update-") and _complete(named):
+                return named
+        done = sorted(p for p in self.checkpoints.glob("update-*") if _complete(p))
+        return done[-1] if done else None
+
+    @contextmanager
+    def staged_checkpoint(self, update: int) -> Iterator[Path]:
+        """A folder to write checkpoint ``update`` into; when the block ends without an error it is
+        fsynced and renamed to :meth:`checkpoint_dir` (a leftover of an uncommitted earlier try at
+        the same update is replaced). Commit it with :meth:`commit_checkpoint`."""
+        final = self.checkpoint_dir(update)
+        staging = self.checkpoints / f".{final.name}.staging"
+        shutil.rmtree(staging, ignore_errors=True)  # what a killed writer left
+        staging.mkdir(parents=True)
+        yield staging
+        for path in staging.iterdir():
+            if path.is_file():
+                _fsync(path)
+        _fsync(staging)
+        if final.exists():  # never the committed one: a resumed run only writes updates after LATEST
+            self._discard(final)
+        os.replace(staging, final)
+        _fsync(self.checkpoints)
 
     def commit_checkpoint(self, update: int, keep: int) -> None:
         """Point LATEST at a fully written checkpoint (the marker moves last, atomically), then prune."""
         jsonl.write_atomic(self.checkpoints / "LATEST", self.checkpoint_dir(update).name)
-        done = sorted(p for p in self.checkpoints.glob("update-*") if (p / "trainer_state.json").exists())
+        done = sorted(p for p in self.checkpoints.glob("update-*") if _complete(p))
         for old in done[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
+            self._discard(old)
+
+    def _discard(self, folder: Path) -> None:
+        """Remove a checkpoint folder: renamed away first, so a kill mid-removal leaves no
+        ``update-*`` with part of its files."""
+        trash = self.checkpoints / f".{folder.name}.discarded"
+        shutil.rmtree(trash, ignore_errors=True)
+        os.replace(folder, trash)
+        shutil.rmtree(trash, ignore_errors=True)
 
     # -- metrics -----------------------------------------------------------------------------
     def log(self, row: dict[str, Any]) -> None:

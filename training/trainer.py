@@ -91,9 +91,10 @@ def write_checkpoint(run: TrainRun, policy: Policy, optimizer: Any, update: int,
     weights, optimizer_state = parallel.checkpoint_weights(policy), parallel.optimizer_state(policy, optimizer)
     folder = run.checkpoint_dir(update)
     if parallel.is_main:
-        policy.save(folder, weights)
-        torch.save(optimizer_state, folder / "optimizer.pt")
-        (folder / "trainer_state.json").write_text(json.dumps({"update": update}))  # written last: complete
+        with run.staged_checkpoint(update) as staging:  # written whole, then renamed into place
+            policy.save(staging, weights)
+            torch.save(optimizer_state, staging / "optimizer.pt")
+            (staging / "trainer_state.json").write_text(json.dumps({"update": update}))  # written last: complete
     return folder
 
 

@@ -313,7 +313,11 @@ class RowSampler:
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         torch, _ = import_torch_transformers()
-        scores = scores.float() / self.temperature
+        # shifted so the best score is 0, divided in float64: a tiny temperature (1e-40, even one
+        # float32 rounds to 0) then sends the others to -inf (near-greedy, as meant) instead of
+        # overflowing every score to inf, or dividing 0 by 0 (NaN)
+        scores = scores.double()
+        scores = ((scores - scores.max(dim=-1, keepdim=True).values) / self.temperature).float()
         if 0 < self.top_k < scores.shape[-1]:
             kth = torch.topk(scores, self.top_k, dim=-1).values[..., -1:]
             scores = scores.masked_fill(scores < kth, float("-inf"))

@@ -9,8 +9,13 @@ Both sources are a ``json_2.1.1`` tree in the official layout
   wheel (:mod:`seed_gym.envs.alfworld.gen`), a split at a time, the first time it is needed.
 
 Splits ``train``, ``seen``, ``unseen`` are ``train``, ``valid_seen``, ``valid_unseen``. Games are
-collected with ALFWorld's own rules (``collect_game_files``): ``game.tw-pddl`` exists and says
+collected with ALFWorld's own rules (``collect_game_files``): ``game.tw-pddl`` says
 ``solvable: true``, the path has neither ``movable`` nor ``Sliced``, the task type is one of the six.
+Unlike ALFWorld, a folder those rules would take but that cannot be played is not skipped: a missing
+``game.tw-pddl``, a file that is not JSON, a PDDL text cut short or garbled (a cheap structural
+check, :func:`check_pddl`) and a split asked for that holds no game are each a
+:class:`~seed_gym.core.DataError` naming the file, raised when the split is collected, not an
+error in every episode.
 A task id is the game folder relative to the tree, e.g.
 ``valid_unseen/pick_and_place_simple-Mug-None-Desk-308/trial_T2019..``, in a fixed hashed order.
 """
@@ -20,12 +25,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 
 from seed_gym.cache import env_cache
-from seed_gym.core import MissingDataError, UnknownTaskError
+from seed_gym.core import DataError, MissingDataError, UnknownTaskError
+from seed_gym.datafiles import read_json
 from seed_gym.progress import reporter_for
 from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json, hashed_order
 
@@ -53,17 +60,56 @@ def official_root(data: str | None = None) -> Path:
     return root
 
 
+FIX_GAME = ("restore the folder from the ALFWorld release (alfworld-download) or regenerate the games "
+            "(seed-gym data alfworld), or delete the folder")
+#: What the engine's PDDL loader needs in each text: the opening and every section it reads.
+PDDL_SECTIONS = {"pddl_domain": ("(define", "(domain", "(:predicates", "(:action"),
+                 "pddl_problem": ("(define", "(problem", "(:domain", "(:objects", "(:init", "(:goal")}
+_PDDL_COMMENT = re.compile(r";[^\n]*")
+
+
+def check_pddl(path: Path, name: str, text: object) -> None:
+    """A cheap structural check of one PDDL text of a game file (linear, no parser): present, its
+    sections there, its parentheses balanced. It catches a text cut short, garbled or emptied; a
+    well-formed text that the engine still cannot play is only found when it is played."""
+    if not isinstance(text, str) or not text.strip():
+        raise DataError(path, f"{name} is missing or empty", FIX_GAME)
+    code = _PDDL_COMMENT.sub("", text)
+    missing = [section for section in PDDL_SECTIONS[name] if section not in code]
+    if missing:
+        raise DataError(path, f"{name} is not a PDDL {name.removeprefix('pddl_')}: it has no "
+                              f"{', '.join(missing)}", FIX_GAME)
+    if code.count("(") != code.count(")"):
+        depth = 0
+        for line_no, line in enumerate(_PDDL_COMMENT.sub("", text).splitlines(), 1):
+            depth += line.count("(") - line.count(")")
+            if depth < 0:
+                raise DataError(path, f"{name}, its line {line_no}: a ')' that closes nothing", FIX_GAME)
+        raise DataError(path, f"{name}: {depth} '(' never closed (the text is cut short)", FIX_GAME)
+
+
 def _is_collectable(game_dir: Path) -> bool:
-    """ALFWorld's collect_game_files rules, for one game folder."""
+    """ALFWorld's collect_game_files rules, for one game folder: False for what ALFWorld skips on
+    purpose (``movable``/``Sliced``, another task type, a game not marked solvable); a folder it
+    would play but that cannot be played (no game file, a file that is not JSON, a PDDL text that
+    is cut short or garbled) is a :class:`~seed_gym.core.DataError`, never silently dropped."""
     rel = str(game_dir)
     if "movable" in rel or "Sliced" in rel:
         return False
-    try:
-        traj = json.loads((game_dir / TRAJ_FILE).read_text())
-        game = json.loads((game_dir / GAME_FILE).read_text())
-    except (OSError, json.JSONDecodeError):
+    traj = read_json(game_dir / TRAJ_FILE, dict, FIX_GAME)
+    if traj.get("task_type") not in TASK_TYPES:
         return False
-    return traj.get("task_type") in TASK_TYPES and game.get("solvable") is True
+    game_path = game_dir / GAME_FILE
+    if not game_path.is_file():
+        raise DataError(game_dir, f"a game folder with {TRAJ_FILE} but no {GAME_FILE}", FIX_GAME)
+    game = read_json(game_path, dict, FIX_GAME)
+    if game.get("solvable") is not True:
+        return False
+    for name in PDDL_SECTIONS:
+        check_pddl(game_path, name, game.get(name))
+    if not isinstance(game.get("grammar"), str) or not game["grammar"].strip():
+        raise DataError(game_path, "grammar is missing or empty", FIX_GAME)
+    return True
 
 
 def _game_dirs(split_dir: Path) -> Iterator[Path]:
@@ -74,13 +120,33 @@ def _game_dirs(split_dir: Path) -> Iterator[Path]:
 @lru_cache(maxsize=64)
 def collect_split(root: Path, split_dir_name: str) -> tuple[str, ...]:
     """Task ids of the solvable games in one split folder (cached per process), in
-    :func:`~seed_gym.tasks.hashed_order` so that every prefix mixes the six task types."""
+    :func:`~seed_gym.tasks.hashed_order` so that every prefix mixes the six task types; ``()``
+    when the folder does not exist. A game folder that cannot be played raises (:func:`_is_collectable`)."""
     split_dir = root / split_dir_name
     if not split_dir.is_dir():
         return ()
     ids = [f"{split_dir_name}/{d.relative_to(split_dir).as_posix()}"
            for d in _game_dirs(split_dir) if _is_collectable(d)]
     return hashed_order(ids)
+
+
+def split_games(root: Path, name: str) -> tuple[str, ...]:
+    """The task ids of split ``name`` (train, seen, unseen); a split without a game is an error
+    when it is asked for: no folder, a :class:`MissingDataError`; an empty one, a :class:`DataError`."""
+    folder = SPLIT_DIRS[name]
+    ids = collect_split(root, folder)
+    if ids:
+        return ids
+    if not (root / folder).is_dir():
+        present = [d for d in SPLIT_DIRS.values() if (root / d).is_dir()]
+        raise MissingDataError(f"no {folder} folder under {root} for split {name!r} (it has "
+                               f"{', '.join(present) or 'none of ' + ', '.join(SPLIT_DIRS.values())}); "
+                               "use another split or a full json_2.1.1 tree")
+    folders = sum(1 for _ in _game_dirs(root / folder))
+    why = (f"{folders} game folders, none playable by ALFWorld's rules (marked solvable, one of the six task "
+           "types, no movable or Sliced object)") if folders else "no game folder (<task>/<trial>/traj_data.json)"
+    raise DataError(root / folder, f"split {name!r} holds no game: {why}",
+                    f"point data= at a json_2.1.1 tree whose {folder} folder holds games, or use another split")
 
 
 def game_content_hash(root: Path, task_id: str) -> str:
@@ -111,8 +177,8 @@ def game_file(root: Path, task_id: str) -> Path:
     return path / GAME_FILE
 
 
-def _split(root: Path, name: str, ids: tuple[str, ...]) -> Split:
-    return Split(name, ids, content_hash=lambda tid: game_content_hash(root, tid))
+def _split(root: Path, name: str) -> Split:
+    return Split(name, split_games(root, name), content_hash=lambda tid: game_content_hash(root, tid))
 
 
 def _tree_listing_fingerprint(root: Path) -> str:
@@ -168,7 +234,7 @@ class OfficialGames(GameSource):
         self.root = official_root(data)
 
     def task_set(self) -> TaskSet:
-        splits = _LazySplits(lambda name: _split(self.root, name, collect_split(self.root, SPLIT_DIRS[name])))
+        splits = _LazySplits(lambda name: _split(self.root, name))
         return TaskSet(splits, _tree_listing_fingerprint(self.root), default_split="train",
                        aliases=SPLIT_ALIASES)
 
@@ -202,7 +268,7 @@ class GeneratedGames(GameSource):
 
     def _resolve(self, name: str) -> Split:
         self.ensure(name)
-        return _split(self.root, name, collect_split(self.root, SPLIT_DIRS[name]))
+        return _split(self.root, name)
 
     def task_set(self) -> TaskSet:
         identity = {"generator": self._gen.GENERATOR_VERSION, "seed": self.seed, "sizes": self.sizes}

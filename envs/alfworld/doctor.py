@@ -46,20 +46,26 @@ def unfinished_checks(root: Path) -> list[Check]:
 def data_checks() -> list[Check]:
     """Generated games in the cache (and half-generated splits), official games."""
     from seed_gym.cache import env_cache
+    from seed_gym.core import DataError
     from seed_gym.envs.alfworld.data import SPLIT_DIRS, collect_split, tree_root
+
+    def games(name: str, tree: Path) -> Check:
+        try:
+            counts = ", ".join(f"{k} {len(collect_split(tree, v))}" for k, v in SPLIT_DIRS.items())
+        except DataError as error:  # a game that cannot be played: say which
+            return Check(name, "fail", str(error))
+        return Check(name, "ok", f"{counts} ({tree})")
 
     checks = []
     generated = env_cache("alfworld")
     for folder in sorted(generated.glob("generated-seed*")):
-        counts = ", ".join(f"{k} {len(collect_split(folder / 'json_2.1.1', v))}" for k, v in SPLIT_DIRS.items())
-        checks.append(Check(f"generated games {folder.name}", "ok", f"{counts} ({folder})"))
+        checks.append(games(f"generated games {folder.name}", folder / "json_2.1.1"))
         checks += unfinished_checks(folder)
     if not checks:
         checks.append(Check("generated games", "missing", f"none yet; built on first use under {generated}"))
     official = tree_root(os.environ.get("ALFWORLD_DATA") or Path.home() / ".cache" / "alfworld")
     if any((official / d).is_dir() for d in SPLIT_DIRS.values()):
-        counts = ", ".join(f"{k} {len(collect_split(official, v))}" for k, v in SPLIT_DIRS.items())
-        checks.append(Check("official ALFWorld games", "ok", f"{counts} ({official})"))
+        checks.append(games("official ALFWorld games", official))
     else:
         checks.append(Check("official ALFWorld games", "missing", f"not at {official} (set $ALFWORLD_DATA)"))
     return checks

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from seed_gym.core import StepOutcome, TaskInfo, TextEnv
+from seed_gym.core import MissingDataError, StepOutcome, TaskInfo, TextEnv
 from seed_gym.envs.alfworld import data as alf_data
 from seed_gym.envs.alfworld.engine import (ENGINE_VERSION, OwnRandom, engine_version, expert_next_action,
                                            make_engine, start_game)
@@ -75,7 +75,10 @@ class ALFWorldEnv(TextEnv):
     def _has_task(self, task_id: str) -> bool:
         # An id's first folder names its split; never build the other (lazily generated) splits.
         split = {folder: name for name, folder in alf_data.SPLIT_DIRS.items()}.get(task_id.split("/", 1)[0])
-        return split is not None and task_id in self.task_set().split(split)
+        try:
+            return split is not None and task_id in self.task_set().split(split)
+        except MissingDataError:  # the tree has no folder for that split: no such task
+            return False
 
     def describe(self) -> dict[str, Any]:
         return {"source": self.source.describe(), "engine": self.version, "expert": self.expert}

@@ -12,6 +12,10 @@ Sources:
   Search-R1's processed form (``prompt``, ``reward_model.ground_truth.target``, ``extra_info``).
   A row's split is its ``split`` / ``extra_info.split`` field, else the file name (``test.jsonl``).
 
+Files are read as they load (the corpus when the env is made, unless a server retrieves): a line
+that is not UTF-8 JSON, a passage without ``id`` or text, an empty corpus, a question row without
+question or answers is a :class:`~seed_gym.core.DataError` naming the file, the line and the fix.
+
 Splits: ``train``; ``test`` (every test/dev question); ``seen`` and ``unseen`` (test questions of
 the seen sources nq/hotpotqa vs the rest); and one split per data source (its test questions).
 Indexes are built once per corpus fingerprint and backend under ``<root>/index/`` and shared by
@@ -33,7 +37,8 @@ from threading import Lock
 from typing import Any
 
 from seed_gym.cache import env_cache
-from seed_gym.core import MissingDataError
+from seed_gym.core import DataError, MissingDataError
+from seed_gym.datafiles import read_jsonl
 from seed_gym.progress import reporter_for
 from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json, hashed_order
 
@@ -51,34 +56,41 @@ def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def read_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """Rows of a JSONL or parquet file (parquet needs pyarrow)."""
+FIX_CORPUS = ('the corpus must be Search-R1 passage JSONL in UTF-8, one {"id", "contents"} (or {"id", "title", '
+              '"text"}) object per line; download or export it again, or use the generated data (no data=)')
+FIX_QUESTIONS = ("question files must be FlashRAG/Search-R1 JSONL or parquet rows with question and "
+                 "golden_answers (or prompt and reward_model.ground_truth.target); fix or remove the file")
+
+
+def read_rows(path: Path, fix: str = FIX_QUESTIONS) -> Iterator[tuple[int | None, dict[str, Any]]]:
+    """``(line number, row)`` of a JSONL file, or ``(None, row)`` of a parquet file (needs pyarrow);
+    an unreadable file or line is a :class:`~seed_gym.core.DataError` naming it."""
     if path.suffix == ".parquet":
         try:
             import pyarrow.parquet as pq
         except ImportError as error:
             raise MissingDataError(f"{path}: reading parquet needs pyarrow (pip install pyarrow)") from error
-        yield from pq.read_table(path).to_pylist()
+        try:
+            table = pq.read_table(path)
+        except Exception as error:  # pyarrow's errors for a damaged file are several types
+            raise DataError(path, f"not a readable parquet file ({error})", fix) from None
+        for row in table.to_pylist():
+            yield None, row
         return
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise MissingDataError(f"{path}:{line_no}: not JSON ({error})") from None
+    yield from read_jsonl(path, fix)
 
 
-def passage_contents(row: Mapping[str, Any]) -> str:
+def passage_contents(row: Mapping[str, Any], path: Path = Path("corpus"), line: int | None = None) -> str:
     """``contents`` of a corpus row, built from ``title``/``text`` when absent."""
     if "contents" in row:
         return str(row["contents"])
     if "text" in row:
         return f'"{row.get("title", "")}"\n{row["text"]}'
-    raise MissingDataError(f"corpus row {row.get('id')!r} has neither contents nor text")
+    raise DataError(path, f"passage {row.get('id')!r} has neither 'contents' nor 'text'", FIX_CORPUS, line)
 
 
-def question_row(row: Mapping[str, Any], file_split: str) -> dict[str, Any]:
+def question_row(row: Mapping[str, Any], file_split: str, path: Path = Path("questions"),
+                 line: int | None = None) -> dict[str, Any]:
     """One question in our form from a FlashRAG or Search-R1 row."""
     extra = row.get("extra_info") or {}
     question = row.get("question")
@@ -91,7 +103,8 @@ def question_row(row: Mapping[str, Any], file_split: str) -> dict[str, Any]:
         truth = (row.get("reward_model") or {}).get("ground_truth") or {}
         golds = truth.get("target") if isinstance(truth, Mapping) else truth
     if question is None or golds is None:
-        raise MissingDataError(f"question row without question/golden_answers: {sorted(row)}")
+        raise DataError(path, f"a question row without question/golden_answers (it has {sorted(row)})",
+                        FIX_QUESTIONS, line)
     golds = [str(g) for g in ([golds] if isinstance(golds, str) else list(golds))]
     return {"id": str(row.get("id") or ""), "question": str(question), "golden_answers": golds,
             "data_source": str(row.get("data_source") or "unknown"),
@@ -118,8 +131,12 @@ class QAData:
         if not self.corpus_path.is_file():
             raise MissingDataError(f"no corpus at {self.corpus_path}")
         out: dict[str, str] = {}
-        for row in read_rows(self.corpus_path):
-            out[str(row["id"])] = passage_contents(row)
+        for line, row in read_rows(self.corpus_path, FIX_CORPUS):
+            if "id" not in row:
+                raise DataError(self.corpus_path, "a passage without 'id'", FIX_CORPUS, line)
+            out[str(row["id"])] = passage_contents(row, self.corpus_path, line)
+        if not out:
+            raise DataError(self.corpus_path, "the corpus holds no passage", FIX_CORPUS)
         return out
 
     @cached_property
@@ -129,8 +146,8 @@ class QAData:
         for path in self.question_paths:
             stem = path.stem.split(".")[0].lower()
             file_split = stem if stem in ("train",) + TEST_SPLIT_NAMES else stem.rsplit("_", 1)[-1]
-            for row in read_rows(path):
-                question = question_row(row, file_split)
+            for line, row in read_rows(path):
+                question = question_row(row, file_split, path, line)
                 qid = question["id"]
                 if not qid or qid in out:
                     qid = f"{question['data_source']}-{question['split']}-{len(out):06d}"

@@ -73,6 +73,8 @@ class SearchQAEnv(TextEnv):
         self._client: Any = None
         if self.server:
             self._check_server()
+        else:  # the corpus is read (and checked) when the env loads, never first in an episode's search
+            _ = self.data.passages
         self._question: dict[str, Any] = {}
         self._responses: list[str] = []
         self._observations: list[str] = []

@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 from seed_gym.core import MissingDataError, StepOutcome, TaskInfo
 from seed_gym.envs.webshop.env import WebShopBase, expert_action
-from seed_gym.envs.webshop.pages import Node, parse_action, render_nodes
+from seed_gym.envs.webshop.pages import Node, parse_action, query_words, render_nodes
 
 CHROME_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -154,6 +154,9 @@ class WebShopBrowserEnv(WebShopBase):
             lambda d: d.execute_script("return document.readyState") == "complete")
 
     def _search(self, keywords: str) -> None:
+        # Typed as the text env searches: cut to the query cap. A megabyte typed whole would post a
+        # form over the server's body cap (a 413 page, not the results the text env shows).
+        keywords = " ".join(query_words(keywords.split(" ")))
         boxes = self.driver.find_elements("id", "search_input")
         if boxes:
             self.driver.execute_script("arguments[0].value = arguments[1];", boxes[0], keywords)

@@ -23,6 +23,9 @@ full_description, BulletPoints = small_description as a list, Rating ``N.A.``, n
 prices are the numbers after each ``$`` (none → 100.0; one → ``$p``; two or more →
 ``"$lo to $hi"``, and the reward price is ``rng.uniform(lo, hi)``); option names and values are
 lower-cased with ``/`` → `` | ``; Attributes come from ins_v2, else ``['DUMMY_ATTR']``.
+Files are checked as they are read (:func:`read_files`): UTF-8 JSON of the right shape, every
+product an object with :data:`REQUIRED_PRODUCT_FIELDS` (upstream's loader reads them all); anything
+else is a :class:`~seed_gym.core.DataError` naming the file, the line or product, and the fix.
 """
 
 from __future__ import annotations
@@ -256,8 +259,16 @@ def load_products(items: Sequence[Mapping[str, Any]], ins: Mapping[str, Mapping[
     return products, prices
 
 
-def read_files(root: str | Path) -> tuple[list[dict], dict[str, dict], dict[str, list]]:
-    """Read the three upstream files from ``root`` (``*_1000`` variants accepted; human file optional)."""
+#: What every product needs: upstream's ``load_products`` and goal builder read these unconditionally.
+REQUIRED_PRODUCT_FIELDS = ("asin", "name", "category", "query", "product_category")
+FIX_FILES = ("point data= at upstream WebShop's files as released (items_shuffle*.json: a list of products; "
+             "items_ins_v2*.json and items_human_ins.json: objects keyed by asin), or generate a catalogue "
+             "with `seed-gym data webshop --out DIR`")
+
+
+def catalog_paths(root: str | Path) -> tuple[Path, Path, Path | None]:
+    """The products, instructions and (optional) human-instructions files in ``root``
+    (``*_1000`` variants accepted)."""
     root = Path(root)
 
     def pick(stem: str) -> Path | None:
@@ -271,8 +282,46 @@ def read_files(root: str | Path) -> tuple[list[dict], dict[str, dict], dict[str,
         from seed_gym.core import MissingDataError
         raise MissingDataError(f"no WebShop data at {root}: need items_shuffle*.json and items_ins_v2*.json")
     human_path = root / HUMAN_FILE
-    human = json.loads(human_path.read_text()) if human_path.is_file() else {}
-    return json.loads(shuffle.read_text()), json.loads(ins_path.read_text()), human
+    return shuffle, ins_path, human_path if human_path.is_file() else None
+
+
+def read_files(root: str | Path) -> tuple[list[dict], dict[str, dict], dict[str, list]]:
+    """Read and check the three upstream files from ``root`` (see :func:`catalog_paths`): a
+    :class:`~seed_gym.core.DataError` names the file (and line or item) of anything unusable."""
+    from seed_gym.datafiles import read_json
+
+    shuffle, ins_path, human_path = catalog_paths(root)
+    items = read_json(shuffle, list, FIX_FILES)
+    ins = read_json(ins_path, dict, FIX_FILES)
+    human = read_json(human_path, dict, FIX_FILES) if human_path else {}
+    check_files(shuffle, items, ins_path, ins, human_path, human)
+    return items, ins, human
+
+
+def check_files(shuffle: Path, items: list, ins_path: Path, ins: dict, human_path: Path | None, human: dict) -> None:
+    """Every product an object with :data:`REQUIRED_PRODUCT_FIELDS` and well-formed options; every
+    instruction entry an object; every human entry a list of objects."""
+    from seed_gym.core import DataError
+    from seed_gym.datafiles import require_fields
+
+    if not items:
+        raise DataError(shuffle, "the product list is empty", FIX_FILES)
+    for index, item in enumerate(items):
+        what = f"product #{index}" + (f" (asin {item.get('asin')!r})" if isinstance(item, dict) and "asin" in item else "")
+        require_fields(shuffle, item, REQUIRED_PRODUCT_FIELDS, what, FIX_FILES)
+        options = item.get("customization_options")
+        if options is not None and not (isinstance(options, dict) and all(
+                isinstance(values, list) and all(isinstance(v, dict) and "value" in v for v in values)
+                for values in options.values())):
+            raise DataError(shuffle, f"{what}: customization_options must map each option name to a list of "
+                                     "{\"value\": ...} objects", FIX_FILES)
+    for asin, entry in ins.items():
+        if not isinstance(entry, dict):
+            raise DataError(ins_path, f"the entry of asin {asin!r} is not an object", FIX_FILES)
+    for asin, entries in human.items():
+        if not (isinstance(entries, list) and all(isinstance(e, dict) and "instruction" in e for e in entries)):
+            raise DataError(human_path or HUMAN_FILE, f"the entry of asin {asin!r} is not a list of objects with "
+                                                      "an 'instruction'", FIX_FILES)
 
 
 def option_text(options: Mapping[str, Sequence[str]]) -> str:

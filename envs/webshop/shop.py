@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from seed_gym.cache import env_cache
-from seed_gym.core import UnknownTaskError
+from seed_gym.core import DataError, UnknownTaskError
 from seed_gym.envs.webshop import catalog, goals as goal_lib, taxonomy
 from seed_gym.tasks import Split, TaskSet, fingerprint, fingerprint_json
 
@@ -119,15 +119,28 @@ def _ensure_synthetic(seed: int, num_products: int) -> Path:
 
 
 def build_shop(root: Path, *, seed: int = 0, goal_kind: str = "synthetic", backend: str = "bm25s") -> Shop:
+    """The shop of the files in ``root``; unusable files raise :class:`~seed_gym.core.DataError`
+    here, when the shop loads, as does a catalogue that yields no product or no goal."""
+    if goal_kind not in ("synthetic", "human"):
+        raise ValueError(f"goals must be 'synthetic' or 'human', got {goal_kind!r}")
     items, ins, human = catalog.read_files(root)
+    shuffle, ins_path, human_path = catalog.catalog_paths(root)
     rng = random.Random(seed)
     products, prices = catalog.load_products(items, ins, rng)
+    if not products:
+        raise DataError(shuffle, "no usable product (every asin is 'nan', longer than 10 characters or a "
+                                 "duplicate)", catalog.FIX_FILES)
     if goal_kind == "human":
         goals = goal_lib.human_goals(products, prices, human, rng)
-    elif goal_kind == "synthetic":
-        goals = goal_lib.synthetic_goals(products, prices, rng)
+        if not goals:
+            raise DataError(human_path or root / catalog.HUMAN_FILE,
+                            "no human goal (no entry of a loaded product has instruction_attributes)",
+                            "use upstream's items_human_ins.json, or goals=synthetic")
     else:
-        raise ValueError(f"goals must be 'synthetic' or 'human', got {goal_kind!r}")
+        goals = goal_lib.synthetic_goals(products, prices, rng)
+        if not goals:
+            raise DataError(ins_path, "no goal: no loaded product has an instruction with instruction_attributes",
+                            catalog.FIX_FILES)
     goals = goal_lib.shuffled(goals)
     splits = goal_lib.split_indices(goals, products, taxonomy.HELD_OUT_TYPES)
     fp = fingerprint_json([items, ins, seed, goal_kind])

@@ -202,6 +202,33 @@ def test_bad_input_is_a_4xx_with_a_message(url, path, body, status, fragment) ->
     assert fragment in response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("path, raw, status, fragment", [
+    # found by the server fuzz suite (tests/integration/test_fuzz_servers.py):
+    ("/chat/completions", b"\x80", 400, "parsing the body"),  # was {"detail": ...}, not OpenAI's shape
+    ("/completions", b"[" * 100_000 + b"]" * 100_000, 400, "parsing the body"),  # likewise
+    ("/completions", b'{"prompt": "ok \\ud800", "max_tokens": 2}', 400, "valid Unicode"),  # was a 500
+    ("/chat/completions", b'{"messages": [{"role": "user", "content": "\\udfff"}], "max_tokens": 2}', 400,
+     "valid Unicode"),  # was a 500
+    ("/completions", b'{"prompt": "ok", "max_tokens": 2, "stop": ["\\ud800"]}', 400, "valid Unicode"),
+    ("/completions", b'{"prompt": "ok", "max_tokens": 2, "model": "\\ud800"}', 404, "does not exist"),  # was a 500
+])
+def test_bodies_it_cannot_read_and_text_that_is_not_unicode_get_openai_errors(url, path, raw, status,
+                                                                               fragment) -> None:
+    response = httpx.post(url + path, content=raw, headers={"Content-Type": "application/json"}, timeout=30)
+    assert response.status_code == status, response.text[:300]
+    assert fragment in response.json()["error"]["message"]
+
+
+def test_a_tiny_temperature_with_logprobs_samples_near_greedy(url) -> None:
+    """Found by the server fuzz suite: temperature 1e-40 gave NaN scores: empty text, and with
+    logprobs a 500."""
+    body = {"prompt": "go to", "max_tokens": 4, "logprobs": 1, "seed": 1}
+    tiny = httpx.post(url + "/completions", json={**body, "temperature": 1e-40}, timeout=60)
+    greedy = httpx.post(url + "/completions", json={**body, "temperature": 0}, timeout=60)
+    assert tiny.status_code == greedy.status_code == 200, tiny.text[:300]
+    assert tiny.json()["choices"][0]["text"] == greedy.json()["choices"][0]["text"] != ""
+
+
 def test_client_reports_a_rejection_without_retrying(url) -> None:
     with pytest.raises(BackendError, match=r"\(404\): The model `nope` does not exist"):
         OpenAIBackend(url, model="nope", max_retries=3, backoff=5).generate(["x"], GREEDY)  # 5 s backoff unused

@@ -47,3 +47,18 @@ def test_long_queries_from_the_search_box_and_from_other_pages_agree(pair):
         a, b = text_env.step(action), browser_env.step(action)
         assert b[0] == a[0] and "Total results: 0" not in a[0], action[:60]
         assert b[4]["admissible_actions"] == a[4]["admissible_actions"], action[:60]
+
+
+def test_a_search_at_the_action_size_limit_shows_the_same_page_in_both_envs(pair):
+    """Found by the env fuzz suite: a megabyte of multi-byte characters typed whole was posted as a
+    form over the server's body cap, and the browser env saw an empty 413 page."""
+    from seed_gym.core import MAX_TEXT_LENGTH
+
+    text_env, browser_env = pair
+    for env in pair:
+        env.reset(options={"task_id": "fixed_7"})
+    for action in ["search[" + "é" * (MAX_TEXT_LENGTH - 8) + "]", "click[back to search]",
+                   "search[" + "jeans é " * (MAX_TEXT_LENGTH // 8 - 1) + "]", "click[next >]"]:
+        a, b = text_env.step(action), browser_env.step(action)
+        assert b[0] == a[0] and a[0], action[:20]
+        assert b[4]["admissible_actions"] == a[4]["admissible_actions"] and not b[4]["invalid_action"], action[:20]

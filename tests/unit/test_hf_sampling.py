@@ -39,3 +39,13 @@ def test_top_k_and_top_p_never_let_a_filtered_token_through():
     assert top_k == {0, 1}
     top_p = {t for [t] in draws(RowSampler([1], SamplingParams(temperature=1.0, top_p=0.7), "cpu"), logits, 400)}
     assert top_p == {0, 1}  # 0.5 < 0.7 <= 0.5 + 0.3: the smallest set reaching top_p
+
+
+@pytest.mark.parametrize("temperature", [5e-324, 1e-300, 1e-40])
+def test_a_tiny_temperature_samples_the_best_token_not_nan(temperature):
+    """Found by the server fuzz suite: scores / 1e-40 overflowed to inf, the log-softmax was NaN,
+    and the policy server answered empty text, or a 500 with logprobs."""
+    logits = torch.tensor([[2.0, 1.0, 3.0, -1.0], [0.0, 5.0, 1.0, 1.0]])
+    processed = RowSampler([1, 2], SamplingParams(temperature=temperature), "cpu")(None, logits.clone())
+    assert not processed.isnan().any()
+    assert processed.argmax(dim=-1).tolist() == [2, 1]

@@ -1,6 +1,6 @@
 """Every action up to the action space's limit is answered promptly (#20 defect 1).
 
-Each call runs under a bound (an interval timer that raises in the test's thread): the bound is
+Each call runs under a bound (the ``watchdog`` fixture of ``tests/conftest.py``): the bound is
 generous, so this is not a speed assertion, but a parse that backtracks quadratically (1 MiB of
 ``[`` took WebShop minutes; ``<search>`` x 16384 took Search-QA 71 s) hits it and fails. The
 linear parsers are also checked against the regexes they replace, on generated inputs.
@@ -9,8 +9,6 @@ linear parsers are also checked against the regexes they replace, on generated i
 from __future__ import annotations
 
 import re
-import signal
-from contextlib import contextmanager
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -21,20 +19,6 @@ from seed_gym.envs.searchqa import protocol
 from seed_gym.envs.webshop.pages import parse_action
 
 BOUND_S = 10
-
-
-@contextmanager
-def bounded(seconds: float = BOUND_S):
-    def expire(*_):
-        raise TimeoutError(f"call took over {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 HOSTILE = {
@@ -57,19 +41,19 @@ def envs():
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 @pytest.mark.parametrize("env_id", ["webshop", "searchqa"])
-def test_an_action_at_the_size_limit_is_answered_within_the_bound(envs, env_id, name):
+def test_an_action_at_the_size_limit_is_answered_within_the_bound(envs, env_id, name, watchdog):
     env = envs[env_id]
     env.reset(seed=0)
-    with bounded():
+    with watchdog(BOUND_S):
         observation, _, _, _, info = env.step(HOSTILE[name])
     assert isinstance(observation, str) and "invalid_action" in info
 
 
 @pytest.mark.parametrize("env_id", ["webshop", "searchqa"])
-def test_an_action_over_the_size_limit_is_invalid_without_being_parsed(envs, env_id):
+def test_an_action_over_the_size_limit_is_invalid_without_being_parsed(envs, env_id, watchdog):
     env = envs[env_id]
     env.reset(seed=0)
-    with bounded():
+    with watchdog(BOUND_S):
         _, reward, _, _, info = env.step("search[" + "x" * MAX_TEXT_LENGTH + "]")
     assert info["invalid_action"] and reward == 0.0
 

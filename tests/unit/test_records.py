@@ -36,6 +36,19 @@ def test_a_torn_last_line_is_skipped_and_appends_stay_valid(tmp_path):
         json.loads(line)
 
 
+def test_a_record_holding_a_lone_surrogate_is_written_and_read_back_as_sent(tmp_path):
+    """Found by the env fuzz suite: an action with a lone surrogate (what ``"\\ud800"`` in an
+    agent's JSON decodes to) made the record unwritable, and the run died with UnicodeEncodeError."""
+    run = RunDir(tmp_path)
+    run.open({"env": "e"}, {})
+    record = make("a")
+    record.steps[0].action = "click[\ud800 x]"
+    record.final_observation = "é \udcff"
+    run.append([record, make("b")])
+    assert run.finished()["a"] == record and list(run.finished()) == ["a", "b"]
+    run.episodes_path.read_bytes().decode("utf-8")  # still UTF-8 throughout
+
+
 def test_reopening_with_another_identity_is_refused(tmp_path):
     RunDir(tmp_path).open({"env": "e", "seed": 0}, {})
     RunDir(tmp_path).open({"env": "e", "seed": 0}, {})  # same run: fine

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import seed_gym
-from seed_gym.core import MissingDataError
+from seed_gym.core import DataError, MissingDataError
 from seed_gym.envs.searchqa.data import load_data, question_row
 
 CORPUS = [
@@ -72,5 +72,5 @@ def test_missing_or_bad_data(tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     _write(bad / "corpus.jsonl", CORPUS)
     (bad / "test.jsonl").write_text("{not json\n")
-    with pytest.raises(MissingDataError, match="not JSON"):
+    with pytest.raises(DataError, match=r"test.jsonl, line 1: not valid JSON"):
         _ = load_data(str(bad)).questions
