@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from enum import Enum
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -57,6 +58,7 @@ class EnvBackend(str, Enum):
 
     process = "process"
     inline = "inline"
+    ray = "ray"
 
 
 def _checked_split(env: str, split: str, env_kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
@@ -115,9 +117,11 @@ def eval_command(
     group: int = typer.Option(1, min=1, help="Episodes per task (group size G), all from an identical start."),
     workers: int = typer.Option(max(1, os.cpu_count() or 1), min=1, help="Env worker processes."),
     live_episodes: Optional[int] = typer.Option(None, min=1, help="Episodes in play at once, spread over the workers (default: 4 per worker)."),
-    backend: EnvBackend = typer.Option(EnvBackend.process, help="Env backend: process or inline."),
-    call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Seconds an env reset or step may take before its worker is killed and the episode retried (process backend)."),
-    recycle_after: Optional[int] = typer.Option(None, min=1, help="Replace each env worker after this many episodes (a safety valve for engines that leak; process backend)."),
+    backend: EnvBackend = typer.Option(EnvBackend.process, help="Env backend: process (worker processes), inline, or ray (Ray actors; extra 'ray')."),
+    ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join (host:port or auto) with --backend ray; default: a local Ray instance on 127.0.0.1."),
+    waves: int = typer.Option(1, min=1, help="Split the live episodes into this many waves: the envs of one step while the agent acts on another (1: lock-step). Records are the same."),
+    call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Seconds an env reset or step may take before its worker is killed and the episode retried (process and ray backends)."),
+    recycle_after: Optional[int] = typer.Option(None, min=1, help="Replace each env worker after this many episodes (a safety valve for engines that leak; process and ray backends)."),
     max_steps: Optional[int] = typer.Option(None, min=1, help="Step budget per episode (env default when omitted)."),
     seed: int = typer.Option(0, help="Run seed: env seeds, agent sampling, generated data."),
     env_arg: list[str] = typer.Option([], help="Env constructor argument key=value (repeatable), e.g. data=/path."),
@@ -131,23 +135,37 @@ def eval_command(
     specs = [AgentSpec.parse(a) for a in agent]
     for spec in specs:  # unknown kinds, options and option values fail here, before any run starts
         make_agent(spec, seed=seed).close()  # cheap: model agents load their backend on first use
+    if ray_address and backend is not EnvBackend.ray:
+        raise typer.BadParameter("only the ray backend joins a cluster; add --backend ray", param_hint="'--ray-address'")
     env = _env_or_sole(env, "'--env'")
     env_kwargs = parse_env_args(env_arg, env)
     _checked_split(env, split, env_kwargs)[0].close()
     base = out or Path("runs") / f"{env}-{split}"
     summaries = []
-    with new_progress() as bar, library_progress(bar):
+    with new_progress() as bar, library_progress(bar), _backend_session(backend, ray_address):
         for spec in specs:
             config = EvalConfig(env=env, split=split, agent=str(spec), out=base / spec.slug, n=n,
                                 group=group, seed=seed, max_steps=max_steps, backend=backend.value,
                                 workers=workers, live_episodes=live_episodes, env_kwargs=env_kwargs,
-                                call_timeout=call_timeout, recycle_after=recycle_after)
+                                call_timeout=call_timeout, recycle_after=recycle_after,
+                                ray_address=ray_address, waves=waves)
             task = bar.add_task(f"{spec} on {env}/{split}", total=None)
             summaries.append(evaluate(config, overwrite=overwrite,
                                       on_progress=lambda d, t, task=task: bar.update(task, completed=d, total=t)))
     console.print(results_table(summaries))
     for summary in summaries:
-        console.print(f"[dim]{summary['agent']}: {summary['run_dir']}[/]")
+        nodes = (summary.get("pool_this_session") or {}).get("nodes")
+        where = f" (envs on {len(nodes)} Ray node{'s' if len(nodes) > 1 else ''})" if nodes else ""
+        console.print(f"[dim]{summary['agent']}: {summary['run_dir']}{where}[/]")
+
+
+def _backend_session(backend: EnvBackend, ray_address: Optional[str]) -> AbstractContextManager[Any]:
+    """One Ray session for every agent of an eval (the ray backend), so Ray starts once."""
+    if backend is not EnvBackend.ray:
+        return nullcontext()
+    from seed_gym.raypool import ray_session
+
+    return ray_session(ray_address)
 
 
 def _pct(value: float | None) -> str:
