@@ -255,6 +255,77 @@ def doctor_command() -> None:
         raise typer.Exit(1)
 
 
+# -- bench pools -----------------------------------------------------------------------------
+def bench_pools_command(
+    env: list[str] = typer.Option(..., help="Env to measure (repeat for several)."),
+    split: str = typer.Option("unseen", help="Split whose tasks are played."),
+    env_arg: list[str] = typer.Option([], help="ENV:key=value, a constructor argument of one env (repeatable)."),
+    max_steps: int = typer.Option(10, min=1, help="Step cap of the episodes (sections 1-3)."),
+    episodes: int = typer.Option(32, min=1, help="Episodes timed per pool in section 1."),
+    envs_per_worker: int = typer.Option(4, min=1, help="Envs per worker (and of the inline pool)."),
+    workers: list[int] = typer.Option([1, 2, 4], min=1, help="Worker counts of the process and ray pools."),
+    overhead_episodes: int = typer.Option(50, min=1, help="Episodes of the engine-overhead section."),
+    repeats: int = typer.Option(3, min=1, help="Alternating repeats of the engine-overhead section."),
+    model: Optional[Path] = typer.Option(None, help="Local model folder (seed-gym model init) for lock-step vs waves; left out: that section is skipped."),
+    model_episodes: int = typer.Option(16, min=1, help="Episodes of the lock-step vs waves section."),
+    memory_episodes: int = typer.Option(1000, min=0, help="Episodes per worker in the memory section (0: skip it)."),
+    memory_max_steps: int = typer.Option(5, min=1, help="Step cap of the memory section's episodes."),
+    ray_address: Optional[str] = typer.Option(None, help="Ray cluster for the ray pools (default: a local instance)."),
+    out: Optional[Path] = typer.Option(None, help="Also write the result as JSON here."),
+) -> None:
+    """Env-steps/s of the inline, process and ray pools; the rollout engine's overhead; lock-step vs
+    waves with a model agent; memory per worker. Ratios against baselines from this run."""
+    import json
+
+    from seed_gym.poolbench import run_pool_benchmark
+
+    env_args: dict[str, dict[str, Any]] = {}
+    for pair in env_arg:
+        target, sep, rest = pair.partition(":")
+        if not sep or target not in env:
+            raise typer.BadParameter(f"expects ENV:key=value with ENV one of --env, got {pair!r}", param_hint="'--env-arg'")
+        env_args.setdefault(target, {}).update(parse_env_args([rest], target))
+    result = run_pool_benchmark(env, split=split, max_steps=max_steps, episodes=episodes, envs_per_worker=envs_per_worker,
+                                worker_counts=workers, overhead_episodes=overhead_episodes, repeats=repeats,
+                                model=str(model) if model else None, model_episodes=model_episodes,
+                                memory_episodes=memory_episodes, memory_max_steps=memory_max_steps,
+                                ray_address=ray_address, env_args=env_args, on_section=_print_pool_section)
+    console.print(f"[dim]{result['cpus']} CPUs; on a busy machine times are upper bounds, ratios compare runs side by side[/]")
+    if out:
+        out.write_text(json.dumps(result, indent=2))
+
+
+def _print_pool_section(env: str, section: str, result: Any) -> None:
+    if section == "steps_per_s":
+        table = Table(title=f"{env}: env-steps/s (rollout engine, zero-cost agent)")
+        for column in ("pool", "workers", "envs", "episodes", "steps", "errors", "seconds", "steps/s", "vs inline"):
+            table.add_column(column, justify="left" if column == "pool" else "right")
+        for row in result:
+            table.add_row(row["backend"], str(row["workers"]), str(row["envs"]), str(row["episodes"]), str(row["steps"]),
+                          str(row["errors"]), f"{row['seconds']:.2f}", f"{row['steps_per_s']:.0f}", f"{row['vs_inline']:.2f}x")
+        console.print(table)
+    elif section == "engine_overhead":
+        console.print(f"{env}: rollout engine vs a bare loop, {result['steps']} steps: {result['engine_seconds']:.3f} s / "
+                      f"{result['bare_seconds']:.3f} s = [bold]{100 * result['overhead']:+.1f}%[/] overhead "
+                      f"(same steps: {result['same_steps']})")
+    elif section == "lock_step_vs_waves":
+        lock, waves = result["lock_step"], result["overlapped"]
+        console.print(f"{env}: lock-step {lock['seconds_per_round']:.3f} s/round vs {waves['waves']} waves "
+                      f"{waves['seconds_per_round']:.3f} s/round: [bold]{result['speedup']:.2f}x[/] "
+                      f"({result['episodes']} episodes, {result['slots']} envs on {result['workers']} workers; "
+                      f"identical records: {result['same_records']})")
+    elif section == "memory":
+        table = Table(title=f"{env}: one worker's memory (MiB, RSS / PSS) over its episodes")
+        table.add_column("pool")
+        for checkpoint in result[0]["memory"]:
+            table.add_column(f"after {checkpoint}", justify="right")
+        table.add_column("seconds", justify="right")
+        for row in result:
+            cells = [f"{m['rss_mib']} / {m['pss_mib']}" for m in row["memory"].values()]
+            table.add_row(row["pool"], *cells, f"{row['seconds']:.0f}")
+        console.print(table)
+
+
 # -- command modules -------------------------------------------------------------------------
 def command_entry_points() -> list[EntryPoint]:
     """The ``seed_gym.commands`` entry points, sorted by name."""
@@ -290,6 +361,7 @@ def build_app(plugins: Optional[Iterable[EntryPoint]] = None) -> typer.Typer:
     app.command("eval")(eval_command)
     app.command("play")(play_command)
     app.command("doctor")(doctor_command)
+    bench_app.command("pools")(bench_pools_command)
     register_command_modules(command_entry_points() if plugins is None else plugins,
                              app, data_app, bench_app, serve_app)
     return app

@@ -45,7 +45,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NamedTuple
 
 from seed_gym.core import SeedGymError, TextEnv
 from seed_gym.registry import EnvSpec, spec as env_spec_of
@@ -59,9 +59,9 @@ DEFAULT_CALL_TIMEOUT = 120.0
 BACKENDS = ("inline", "process", "ray")
 
 
-@dataclass(frozen=True)
-class Call:
-    """``reset`` (with ``task_id`` and ``seed``) or ``step`` (with ``action``) on one slot."""
+class Call(NamedTuple):
+    """``reset`` (with ``task_id`` and ``seed``) or ``step`` (with ``action``) on one slot. (A named
+    tuple: the engine makes one per step, and it crosses to workers.)"""
 
     kind: str
     slot: int
@@ -244,8 +244,7 @@ class WorkerPool(EnvPool):
         by_worker: dict[int, list[tuple[int, Call]]] = {}
         for position, call in enumerate(calls):
             index, local = divmod(call.slot, self._per_worker)
-            by_worker.setdefault(index, []).append((position, Call(
-                call.kind, local, call.task_id, call.seed, call.action)))
+            by_worker.setdefault(index, []).append((position, call._replace(slot=local)))
         for index, items in by_worker.items():
             resets = sum(call.kind == "reset" for _, call in items)
             if resets:
@@ -396,7 +395,11 @@ class ProcessWorker(Worker):
         if not self.conn.poll(start_timeout):
             self.kill()
             raise WorkerStartError(f"env worker did not start within {start_timeout:.0f} s")
-        status, detail = self.conn.recv()
+        try:
+            status, detail = self.conn.recv()
+        except EOFError:  # it died before reporting (an unguarded script it re-ran, a crash on import)
+            self.kill()
+            raise WorkerStartError(f"env worker exited during start-up (exit code {self.process.exitcode})") from None
         if status != "ready":
             self.kill()
             raise WorkerStartError(f"env worker failed to build {env_spec.env_id!r}: {detail}")

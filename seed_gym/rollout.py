@@ -31,9 +31,10 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from seed_gym.agent import Agent, AgentAction, as_agent_action
+from seed_gym.agent import Agent, AgentAction
 from seed_gym.pools import Call, CallError, EnvPool, Ticket
 from seed_gym.records import EpisodeRecord, StepRecord, episode_id
 
@@ -44,7 +45,7 @@ class EpisodeSpec:
     group_index: int
     seed: int
 
-    @property
+    @cached_property
     def episode_id(self) -> str:
         return episode_id(self.task_id, self.group_index)
 
@@ -93,7 +94,7 @@ class _Wave:
     free: list[int]
     live: dict[int, _Live] = field(default_factory=dict)
     ticket: Ticket | None = None
-    sent: list[tuple[int, _Live | _Starting, AgentAction | None]] = field(default_factory=list)
+    sent: list[tuple[int, _Live | _Starting, str | AgentAction | None]] = field(default_factory=list)
 
 
 def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *,
@@ -139,9 +140,8 @@ def _send(pool: EnvPool, agent: Agent, wave: _Wave, pending: deque[tuple[Episode
                             [ep.info for ep in episodes])
         if len(outputs) != len(episodes):
             raise RuntimeError(f"agent {agent.name} returned {len(outputs)} actions for {len(episodes)} episodes")
-        actions = [as_agent_action(output) for output in outputs]
-        calls += [Call("step", slot, action=action.action) for slot, action in zip(slots, actions)]
-        wave.sent += zip(slots, episodes, actions)
+        calls += [Call("step", slot, action=_text(output)) for slot, output in zip(slots, outputs)]
+        wave.sent += zip(slots, episodes, outputs)
     now = time.perf_counter()
     while wave.free and pending:
         spec, attempt = pending.popleft()
@@ -176,21 +176,28 @@ def _read_back(pool: EnvPool, agent: Agent, wave: _Wave, all_waves: list[_Wave],
                 wave.free.append(slot)
                 done.append(_finished_record(item, agent, "completed" if result[2] else "truncated"))
     done += _drop_lost(pool, all_waves, fail)
-    alive = {id(ep) for ep in wave.live.values()}
-    started = [ep for ep in started if id(ep) in alive]
+    if started:
+        alive = {id(ep) for ep in wave.live.values()}
+        started = [ep for ep in started if id(ep) in alive]
     if started:
         agent.reset([ep.spec.episode_id for ep in started], [ep.observation for ep in started],
                     [ep.info for ep in started])
     return done
 
 
-def _record_step(episode: _Live, action: AgentAction, result: Any) -> bool:
-    """Append the step to the episode; True when it ended the episode."""
+def _text(output: str | AgentAction) -> str:
+    return output.action if isinstance(output, AgentAction) else str(output)
+
+
+def _record_step(episode: _Live, output: str | AgentAction, result: Any) -> bool:
+    """Append the step to the episode (a plain-string action has the default trace); True when it
+    ended the episode."""
     observation, reward, terminated, truncated, info = result
+    trace = output.trace() if isinstance(output, AgentAction) else {}
     episode.steps.append(StepRecord(
-        t=len(episode.steps), observation=episode.observation, action=action.action,
+        t=len(episode.steps), observation=episode.observation, action=_text(output),
         reward=float(reward), invalid_action=bool(info.get("invalid_action")),
-        admissible_actions=episode.info.get("admissible_actions"), **action.trace()))
+        admissible_actions=episode.info.get("admissible_actions"), **trace))
     episode.total_reward += float(reward)
     episode.observation, episode.info = observation, info
     return bool(terminated or truncated)
@@ -200,9 +207,12 @@ def _drop_lost(pool: EnvPool, all_waves: list[_Wave], fail: Fail) -> list[Episod
     """Episodes whose env state vanished with a restarted worker start over (or fail). A lost slot
     with a call in flight is left to that call, which the pool answers with a CallError (or, sent
     to the fresh worker, with a fresh env's answer)."""
+    lost = pool.pop_lost_slots()
+    if not lost:
+        return []
     in_flight = {slot for wave in all_waves for slot, _, _ in wave.sent}
-    records = []
-    for slot in sorted(pool.pop_lost_slots() - in_flight):
+    records: list[EpisodeRecord] = []
+    for slot in sorted(lost - in_flight):
         wave = all_waves[slot % len(all_waves)]
         episode = wave.live.pop(slot, None)
         if episode is None:

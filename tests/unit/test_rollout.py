@@ -32,6 +32,21 @@ class ScriptAgent(Agent):
         self.ended += list(episode_ids)
 
 
+class OnceAgent(ScriptAgent):
+    """Says ``up``, except that ``episode`` says ``action`` (crash, hang) once."""
+
+    def __init__(self, episode, action):
+        super().__init__()
+        self.episode, self.action, self.done = episode, action, False
+
+    def act(self, episode_ids, observations, infos):
+        actions = super().act(episode_ids, observations, infos)
+        if not self.done and self.episode in episode_ids:
+            self.done = True
+            actions[episode_ids.index(self.episode)] = AgentAction(self.action)
+        return actions
+
+
 @pytest.fixture(params=["inline", "process"])
 def backend(request):
     return request.param
@@ -86,17 +101,7 @@ def test_an_env_exception_fails_only_its_episode_after_retries():
 
 
 def test_a_dead_worker_is_restarted_and_its_episodes_rerun():
-    class CrashOnce(ScriptAgent):
-        crashed = False
-
-        def act(self, episode_ids, observations, infos):
-            actions = super().act(episode_ids, observations, infos)
-            if not self.crashed and "count-4#0" in episode_ids:
-                self.crashed = True
-                actions[episode_ids.index("count-4#0")] = AgentAction("crash")
-            return actions
-
-    agent = CrashOnce()
+    agent = OnceAgent("count-4#0", "crash")
     episodes = plan_episodes(TASKS[:6])
     with make_pool("process", "toy-counter", {}, num_slots=4, workers=2) as pool:
         records = run_rollouts(pool, agent, episodes)
@@ -131,17 +136,7 @@ def test_a_worker_that_dies_before_its_reply_is_read_fails_its_calls_at_once():
 
 
 def test_a_hung_step_kills_its_worker_after_the_call_timeout_and_the_episode_is_retried():
-    class HangOnce(ScriptAgent):
-        hung = False
-
-        def act(self, episode_ids, observations, infos):
-            actions = super().act(episode_ids, observations, infos)
-            if not self.hung and "count-3#0" in episode_ids:
-                self.hung = True
-                actions[episode_ids.index("count-3#0")] = AgentAction("hang")
-            return actions
-
-    agent = HangOnce()
+    agent = OnceAgent("count-3#0", "hang")
     with make_pool("process", "toy-counter", {}, num_slots=1, workers=1, call_timeout=2) as pool:
         records = run_rollouts(pool, agent, plan_episodes(["count-3", "count-2"]))
     assert all(r.won and r.status == "completed" for r in records)
@@ -221,17 +216,7 @@ def test_each_wave_acts_while_the_other_waves_batch_is_in_flight():
 
 
 def test_a_worker_dying_with_both_waves_in_flight_fails_both_and_every_episode_reruns():
-    class CrashOnce(ScriptAgent):
-        crashed = False
-
-        def act(self, episode_ids, observations, infos):
-            actions = super().act(episode_ids, observations, infos)
-            if not self.crashed and "count-4#0" in episode_ids:
-                self.crashed = True
-                actions[episode_ids.index("count-4#0")] = AgentAction("crash")
-            return actions
-
-    agent = CrashOnce()
+    agent = OnceAgent("count-4#0", "crash")
     episodes = plan_episodes(TASKS[:6])
     with make_pool("process", "toy-counter", {}, num_slots=4, workers=1) as pool:  # one worker holds both waves
         records = run_rollouts(pool, agent, episodes, waves=2)
