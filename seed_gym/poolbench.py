@@ -218,9 +218,9 @@ def memory_per_worker(env: EnvSetup, *, episodes: int, ray_address: str | None =
 
 
 # -- the whole benchmark --------------------------------------------------------------------------
-def run_pool_benchmark(envs: Sequence[str], *, split: str = "test", max_steps: int = 10, episodes: int = 32,
+def run_pool_benchmark(envs: Sequence[str], *, split: str = "test", max_steps: int = 10, episodes: int = 128,
                        envs_per_worker: int = 4, worker_counts: Sequence[int] = WORKER_COUNTS,
-                       overhead_episodes: int = 50, repeats: int = 3, model: str | None = None,
+                       overhead_episodes: int = 200, repeats: int = 5, model: str | None = None,
                        model_episodes: int = 16, memory_episodes: int = 1000, memory_max_steps: int = 5,
                        ray_address: str | None = None, env_args: dict[str, dict[str, Any]] | None = None,
                        splits: dict[str, str] | None = None,
