@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seed_gym.agent import make_agent
+from seed_gym.agent import CountingAgent, make_agent
 from seed_gym.agents.backends import Backend, SamplingParams
 from seed_gym.agents.model import ModelAgent
 from seed_gym.pools import make_pool
@@ -83,23 +83,9 @@ class LockstepResult:
         return self.sequential_seconds / self.lockstep_seconds if self.lockstep_seconds else 0.0
 
 
-class _CountingAgent:
-    """Wraps an agent to count ``act`` calls (ticks) without changing what it does."""
-
-    def __init__(self, agent: Any) -> None:
-        self.agent, self.ticks = agent, 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.agent, name)
-
-    def act(self, *args: Any) -> Any:
-        self.ticks += 1
-        return self.agent.act(*args)
-
-
 def _play(agent_spec: str, env_id: str, task_ids: Sequence[str], *, slots: int, max_steps: int,
           seed: int) -> tuple[float, int, dict[str, list[str]]]:
-    agent = _CountingAgent(make_agent(agent_spec, seed=seed))
+    agent = CountingAgent(make_agent(agent_spec, seed=seed))
     agent.bind_env(env_id)
     episodes = plan_episodes(task_ids, seed=seed)
     try:
@@ -110,7 +96,7 @@ def _play(agent_spec: str, env_id: str, task_ids: Sequence[str], *, slots: int, 
             seconds = time.perf_counter() - started
     finally:
         agent.close()
-    return seconds, agent.ticks, {r.episode_id: [s.action for s in r.steps] for r in records}
+    return seconds, agent.calls, {r.episode_id: [s.action for s in r.steps] for r in records}
 
 
 def lockstep_speedup(agent_spec: str, env_id: str, split: str, n: int, *, max_steps: int = 5,

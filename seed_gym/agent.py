@@ -190,5 +190,19 @@ def make_agent(spec: str | AgentSpec, *, seed: int = 0) -> Agent:
     return agent_class(parsed)(parsed, seed=seed)
 
 
+class CountingAgent:
+    """Wraps an agent to count its ``act`` calls (rounds, for benchmarks) without changing what it does."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent, self.calls = agent, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.agent, name)
+
+    def act(self, *args: Any) -> Any:
+        self.calls += 1
+        return self.agent.act(*args)
+
+
 def as_agent_action(value: str | AgentAction) -> AgentAction:
     return value if isinstance(value, AgentAction) else AgentAction(action=str(value))

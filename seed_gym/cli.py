@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from enum import Enum
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -57,6 +58,7 @@ class EnvBackend(str, Enum):
 
     process = "process"
     inline = "inline"
+    ray = "ray"
 
 
 def _checked_split(env: str, split: str, env_kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
@@ -115,9 +117,11 @@ def eval_command(
     group: int = typer.Option(1, min=1, help="Episodes per task (group size G), all from an identical start."),
     workers: int = typer.Option(max(1, os.cpu_count() or 1), min=1, help="Env worker processes."),
     live_episodes: Optional[int] = typer.Option(None, min=1, help="Episodes in play at once, spread over the workers (default: 4 per worker)."),
-    backend: EnvBackend = typer.Option(EnvBackend.process, help="Env backend: process or inline."),
-    call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Seconds an env reset or step may take before its worker is killed and the episode retried (process backend)."),
-    recycle_after: Optional[int] = typer.Option(None, min=1, help="Replace each env worker after this many episodes (a safety valve for engines that leak; process backend)."),
+    backend: EnvBackend = typer.Option(EnvBackend.process, help="Env backend: process (worker processes), inline, or ray (Ray actors; extra 'ray')."),
+    ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join (host:port or auto) with --backend ray; default: a local Ray instance on 127.0.0.1."),
+    waves: int = typer.Option(1, min=1, help="Split the live episodes into this many waves: the envs of one step while the agent acts on another (1: lock-step). Records are the same."),
+    call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Seconds an env reset or step may take before its worker is killed and the episode retried (process and ray backends)."),
+    recycle_after: Optional[int] = typer.Option(None, min=1, help="Replace each env worker after this many episodes (a safety valve for engines that leak; process and ray backends)."),
     max_steps: Optional[int] = typer.Option(None, min=1, help="Step budget per episode (env default when omitted)."),
     seed: int = typer.Option(0, help="Run seed: env seeds, agent sampling, generated data."),
     env_arg: list[str] = typer.Option([], help="Env constructor argument key=value (repeatable), e.g. data=/path."),
@@ -131,6 +135,8 @@ def eval_command(
     specs = [AgentSpec.parse(a) for a in agent]
     for spec in specs:  # unknown kinds, options and option values fail here, before any run starts
         make_agent(spec, seed=seed).close()  # cheap: model agents load their backend on first use
+    if ray_address and backend is not EnvBackend.ray:
+        raise typer.BadParameter("only the ray backend joins a cluster; add --backend ray", param_hint="'--ray-address'")
     env = _env_or_sole(env, "'--env'")
     env_kwargs = parse_env_args(env_arg, env)
     _checked_split(env, split, env_kwargs)[0].close()
@@ -139,24 +145,36 @@ def eval_command(
     err_console.print(f"writing {base}/<agent>/{where}: " + ", ".join(spec.slug for spec in specs),
                       markup=False, soft_wrap=True)
     summaries = []
-    with new_progress() as bar, library_progress(bar):
+    with new_progress() as bar, library_progress(bar), _backend_session(backend, ray_address):
         for spec in specs:
             config = EvalConfig(env=env, split=split, agent=str(spec), out=base / spec.slug, n=n,
                                 group=group, seed=seed, max_steps=max_steps, backend=backend.value,
                                 workers=workers, live_episodes=live_episodes, env_kwargs=env_kwargs,
-                                call_timeout=call_timeout, recycle_after=recycle_after)
+                                call_timeout=call_timeout, recycle_after=recycle_after,
+                                ray_address=ray_address, waves=waves)
             task = bar.add_task(f"{spec} on {env}/{split}", total=None)
             summaries.append(evaluate(config, overwrite=overwrite, on_progress=lambda p, task=task: bar.update(
                 task, completed=p.done, total=p.total, rate=p.rates())))
     console.print(results_table(summaries))
     for summary in summaries:
-        console.print(f"[dim]{summary['agent']}: {summary['run_dir']}[/]")
+        nodes = (summary.get("pool_this_session") or {}).get("nodes")
+        where = f" (envs on {len(nodes)} Ray node{'s' if len(nodes) > 1 else ''})" if nodes else ""
+        console.print(f"[dim]{summary['agent']}: {summary['run_dir']}{where}[/]")
     failed = [s for s in summaries if s["episodes"] and s["errors"] == s["episodes"]]
     if failed:  # nothing was played: a failed run, not a score of 0
         err_console.print(f"[bold red]error:[/] every episode of {escape(', '.join(s['agent'] for s in failed))} "
                           f"failed; the records in {escape(str(failed[0]['run_dir']))}/episodes.jsonl say why",
                           soft_wrap=True)
         raise typer.Exit(1)
+
+
+def _backend_session(backend: EnvBackend, ray_address: Optional[str]) -> AbstractContextManager[Any]:
+    """One Ray session for every agent of an eval (the ray backend), so Ray starts once."""
+    if backend is not EnvBackend.ray:
+        return nullcontext()
+    from seed_gym.raypool import ray_session
+
+    return ray_session(ray_address)
 
 
 def _pct(value: float | None) -> str:
@@ -274,6 +292,77 @@ def serve_load_command(
         out.write_text(json.dumps(report, indent=2))
 
 
+# -- bench pools -----------------------------------------------------------------------------
+def bench_pools_command(
+    env: list[str] = typer.Option(..., help="Env to measure (repeat for several)."),
+    split: str = typer.Option("unseen", help="Split whose tasks are played."),
+    env_arg: list[str] = typer.Option([], help="ENV:key=value, a constructor argument of one env (repeatable)."),
+    max_steps: int = typer.Option(10, min=1, help="Step cap of the episodes (sections 1-3)."),
+    episodes: int = typer.Option(128, min=1, help="Episodes timed per pool in section 1."),
+    envs_per_worker: int = typer.Option(4, min=1, help="Envs per worker (and of the inline pool)."),
+    workers: list[int] = typer.Option([1, 2, 4], min=1, help="Worker counts of the process and ray pools."),
+    overhead_episodes: int = typer.Option(200, min=1, help="Episodes of the engine-overhead section."),
+    repeats: int = typer.Option(5, min=1, help="Alternating repeats of the engine-overhead section."),
+    model: Optional[Path] = typer.Option(None, help="Local model folder (seed-gym model init) for lock-step vs waves; left out: that section is skipped."),
+    model_episodes: int = typer.Option(16, min=1, help="Episodes of the lock-step vs waves section."),
+    memory_episodes: int = typer.Option(1000, min=0, help="Episodes per worker in the memory section (0: skip it)."),
+    memory_max_steps: int = typer.Option(5, min=1, help="Step cap of the memory section's episodes."),
+    ray_address: Optional[str] = typer.Option(None, help="Ray cluster for the ray pools (default: a local instance)."),
+    out: Optional[Path] = typer.Option(None, help="Also write the result as JSON here."),
+) -> None:
+    """Env-steps/s of the inline, process and ray pools; the rollout engine's overhead; lock-step vs
+    waves with a model agent; memory per worker. Ratios against baselines from this run."""
+    import json
+
+    from seed_gym.poolbench import run_pool_benchmark
+
+    env_args: dict[str, dict[str, Any]] = {}
+    for pair in env_arg:
+        target, sep, rest = pair.partition(":")
+        if not sep or target not in env:
+            raise typer.BadParameter(f"expects ENV:key=value with ENV one of --env, got {pair!r}", param_hint="'--env-arg'")
+        env_args.setdefault(target, {}).update(parse_env_args([rest], target))
+    result = run_pool_benchmark(env, split=split, max_steps=max_steps, episodes=episodes, envs_per_worker=envs_per_worker,
+                                worker_counts=workers, overhead_episodes=overhead_episodes, repeats=repeats,
+                                model=str(model) if model else None, model_episodes=model_episodes,
+                                memory_episodes=memory_episodes, memory_max_steps=memory_max_steps,
+                                ray_address=ray_address, env_args=env_args, on_section=_print_pool_section)
+    console.print(f"[dim]{result['cpus']} CPUs; on a busy machine times are upper bounds, ratios compare runs side by side[/]")
+    if out:
+        out.write_text(json.dumps(result, indent=2))
+
+
+def _print_pool_section(env: str, section: str, result: Any) -> None:
+    if section == "steps_per_s":
+        table = Table(title=f"{env}: env-steps/s (rollout engine, zero-cost agent)")
+        for column in ("pool", "workers", "envs", "episodes", "steps", "errors", "seconds", "steps/s", "vs inline"):
+            table.add_column(column, justify="left" if column == "pool" else "right")
+        for row in result:
+            table.add_row(row["backend"], str(row["workers"]), str(row["envs"]), str(row["episodes"]), str(row["steps"]),
+                          str(row["errors"]), f"{row['seconds']:.2f}", f"{row['steps_per_s']:.0f}", f"{row['vs_inline']:.2f}x")
+        console.print(table)
+    elif section == "engine_overhead":
+        console.print(f"{env}: rollout engine vs a bare loop, {result['steps']} steps: {result['engine_seconds']:.3f} s / "
+                      f"{result['bare_seconds']:.3f} s = [bold]{100 * result['overhead']:+.1f}%[/] overhead "
+                      f"(same steps: {result['same_steps']})")
+    elif section == "lock_step_vs_waves":
+        lock, waves = result["lock_step"], result["overlapped"]
+        console.print(f"{env}: lock-step {lock['seconds_per_round']:.3f} s/round vs {waves['waves']} waves "
+                      f"{waves['seconds_per_round']:.3f} s/round: [bold]{result['speedup']:.2f}x[/] "
+                      f"({result['episodes']} episodes, {result['slots']} envs on {result['workers']} workers; "
+                      f"identical records: {result['same_records']})")
+    elif section == "memory":
+        table = Table(title=f"{env}: one worker's memory (MiB, RSS / PSS) over its episodes")
+        table.add_column("pool")
+        for checkpoint in result[0]["memory"]:
+            table.add_column(f"after {checkpoint}", justify="right")
+        table.add_column("seconds", justify="right")
+        for row in result:
+            cells = [f"{m['rss_mib']} / {m['pss_mib']}" for m in row["memory"].values()]
+            table.add_row(row["pool"], *cells, f"{row['seconds']:.0f}")
+        console.print(table)
+
+
 # -- command modules -------------------------------------------------------------------------
 def command_entry_points() -> list[EntryPoint]:
     """The ``seed_gym.commands`` entry points, sorted by name."""
@@ -310,6 +399,7 @@ def build_app(plugins: Optional[Iterable[EntryPoint]] = None) -> typer.Typer:
     app.command("play")(play_command)
     app.command("doctor")(doctor_command)
     bench_app.command("serve-load")(serve_load_command)
+    bench_app.command("pools")(bench_pools_command)
     register_command_modules(command_entry_points() if plugins is None else plugins,
                              app, data_app, bench_app, serve_app)
     return app

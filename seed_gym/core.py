@@ -18,6 +18,10 @@ Rules every env follows (tests in ``tests/unit/test_core.py`` hold them to it):
   (:class:`DataError`, raised when the data loads, not during an episode).
 * ``info["expert_action"]`` is filled by envs that override ``_expert_action``
   (:meth:`TextEnv.has_expert`); an agent that needs it on an env without one is refused up front.
+* Heavy read-only state (a catalogue, a corpus, a search index) that every instance built with
+  the same arguments would load again may be offered through :meth:`TextEnv.shared_state`; an env
+  pool then builds it once per machine and installs it (:class:`SharedState`) in each worker
+  before the worker builds its envs (:mod:`seed_gym.raypool`).
 
 Subclasses implement :meth:`TextEnv._reset` and :meth:`TextEnv._step`; this base class does the
 bookkeeping (step budget, action coercion, the info keys) once, for every env.
@@ -30,7 +34,7 @@ import string
 from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
@@ -104,6 +108,17 @@ class StepOutcome:
     extra_info: dict[str, Any] | None = None
 
 
+@runtime_checkable
+class SharedState(Protocol):
+    """Read-only state one env instance loaded that other instances may use instead of loading
+    their own (what :meth:`TextEnv.shared_state` returns). It must pickle; it is never mutated
+    after it is returned (an object store may hand its arrays out read-only)."""
+
+    def install(self) -> None:
+        """Make envs built after this call in this process, with the arguments this state was
+        loaded for, use this object instead of loading their own."""
+
+
 class TextEnv(gym.Env[str, str]):
     """Base class of every seed-gym environment.
 
@@ -172,6 +187,16 @@ class TextEnv(gym.Env[str, str]):
         Only training's teachers read it (OPSD's ground-truth skills, SEED's rule analyzer); agents
         never see it. Envs document their keys; an unknown task id gives None, never an error."""
         return None
+
+    def shared_state(self) -> SharedState | None:
+        """This env's heavy read-only state, fully loaded, for other instances to share; None
+        (the default): nothing worth sharing. See :class:`SharedState`."""
+        return None
+
+    @classmethod
+    def shares_state(cls) -> bool:
+        """Whether the env offers a :meth:`shared_state` (it overrides it)."""
+        return cls.shared_state is not TextEnv.shared_state
 
     def data_fingerprint(self) -> str:
         """A hash of the env's data as a whole (which game files, catalog, corpus)."""

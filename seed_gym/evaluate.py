@@ -42,6 +42,8 @@ class EvalConfig:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     call_timeout: float = DEFAULT_CALL_TIMEOUT  # seconds per env call before its worker is replaced
     recycle_after: int | None = None            # replace a worker after this many episodes
+    ray_address: str | None = None              # the Ray cluster of backend="ray" (None: local Ray)
+    waves: int = 1                              # >1: the envs of some waves step while the agent acts on another
 
 
 @dataclass
@@ -126,6 +128,7 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
     if on_progress:
         on_progress(progress)
     started = time.perf_counter()
+    pool_description: dict[str, Any] | None = None
     if todo:
         agent = (make_agent(config.agent, seed=config.seed) if backend is None else
                  agent_class(config.agent)(AgentSpec.parse(config.agent), seed=config.seed, backend=backend))
@@ -146,8 +149,9 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
         try:
             with make_pool(config.backend, config.env, prepared.env_kwargs, num_slots=num_slots,
                            workers=config.workers, call_timeout=config.call_timeout,
-                           recycle_after=config.recycle_after) as pool:
-                run_rollouts(pool, agent, todo, on_records=persist, on_steps=count)
+                           recycle_after=config.recycle_after, ray_address=config.ray_address) as pool:
+                run_rollouts(pool, agent, todo, on_records=persist, on_steps=count, waves=config.waves)
+                pool_description = pool.describe()
         finally:
             if backend is None:  # a backend passed in stays open: it is the caller's
                 agent.close()
@@ -160,6 +164,7 @@ def evaluate(config: EvalConfig, *, overwrite: bool = False,
         "complete": len(records) == progress.total,
         "resumed_episodes": len(finished),
         "wall_seconds_this_session": round(time.perf_counter() - started, 3),
+        "pool_this_session": pool_description,
         "run_dir": str(config.out),
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
     }

@@ -71,7 +71,11 @@ class ActionTrace:
 
     def trace(self) -> dict[str, Any]:
         """These fields by name, values as they are (not copied): how an action's trace becomes its step's."""
-        return {f.name: getattr(self, f.name) for f in fields(ActionTrace)}
+        return {name: getattr(self, name) for name in _TRACE_FIELDS}
+
+
+#: ActionTrace's field names, looked up once (the rollout engine asks for a trace every step).
+_TRACE_FIELDS = tuple(f.name for f in fields(ActionTrace))
 
 
 #: The trace fields version-1 records kept in ``meta``.

@@ -1,18 +1,33 @@
-"""The rollout engine: tasks x group size, lock-step across every live episode.
+"""The rollout engine: tasks x group size, every live episode stepped each round.
 
-Each tick the agent gets *one* batch with every live episode (one batched forward pass for a model
-agent); the pool steps them all (in parallel across worker processes); finished episodes become
-records at once and their slots take the next pending episodes. Group members of one task share
-the episode seed, so they start from an identical state; agents tell them apart by episode id.
+Each round the agent gets *one* batch with the live episodes of a wave (one batched forward pass
+for a model agent); their steps, plus resets of the wave's free slots for the next pending
+episodes, go to the pool as one batch; finished episodes become records at once. Group members
+of one task share the episode seed, so they start from an identical state; agents tell them
+apart by episode id.
+
+Waves (``waves=W``). The pool's slots are split into W waves (slot ``s`` is in wave ``s % W``)
+and the engine takes them in turn: it collects wave w's batch, lets the agent act on wave w, and
+submits wave w's next batch, so while the agent generates for one wave the envs of the others
+step. ``waves=1`` is lock-step: every live episode in one batch, the agent and the envs taking
+turns (the default).
+
+What is guaranteed, for any number of waves, slots, workers or backend: each episode's record
+is the same, because an episode's course depends only on its own reset (task id and seed) and on
+the agent's actions for it, which agents derive from the episode alone (seeded per episode,
+:mod:`seed_gym.agent`). What changes with the waves is only when episodes run: the order records
+come back in, which batch an episode shared (``meta.batch_size``, latencies) and wall times.
 
 Resilience: an env failure (an exception, a dead or hung worker) fails only the episodes it
 touched; they are retried from the start up to ``max_retries`` times, then recorded with
-``status="error"``. Finished records go to ``on_records`` as soon as a tick ends, so a caller that
-persists them (the run directory) loses at most the episodes in flight when killed. The steps of
-each tick go to ``on_steps`` as they are taken (progress displays count them).
+``status="error"``. Finished records go to ``on_records`` as soon as their batch is read back, so a
+caller that persists them (the run directory) loses at most the episodes in flight when killed.
+The steps of each batch go to ``on_steps`` as they are read back (progress displays count them).
 
 Cost: a :class:`RolloutClock` passed as ``clock`` adds up the seconds spent in the pool's calls
-(env resets and steps) and in the agent's calls (``reset`` and ``act``), and the env steps taken.
+(submitting env resets and steps, and waiting for their results) and in the agent's calls
+(``reset`` and ``act``), and the env steps taken. With several waves the envs also work while the
+agent acts, so the env seconds are the time the engine waited on them, not their own time.
 """
 
 from __future__ import annotations
@@ -22,10 +37,11 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from seed_gym.agent import Agent, as_agent_action
-from seed_gym.pools import Call, CallError, EnvPool
+from seed_gym.agent import Agent, AgentAction
+from seed_gym.pools import Call, CallError, EnvPool, Ticket
 from seed_gym.records import EpisodeRecord, StepRecord, episode_id
 
 
@@ -57,7 +73,7 @@ class EpisodeSpec:
     group_index: int
     seed: int
 
-    @property
+    @cached_property
     def episode_id(self) -> str:
         return episode_id(self.task_id, self.group_index)
 
@@ -86,18 +102,41 @@ class _Live:
 
 OnRecords = Callable[[list[EpisodeRecord]], None]
 OnSteps = Callable[[list[StepRecord]], None]
-#: ``fail(spec, attempt, why, started)``: requeue a failed episode, or return its error record.
-Fail = Callable[[EpisodeSpec, int, str, float], "EpisodeRecord | None"]
+#: ``fail(spec, attempt, why, started)``: requeue a failed episode (``[]``), or return its error record.
+Fail = Callable[[EpisodeSpec, int, str, float], list[EpisodeRecord]]
+
+
+@dataclass(frozen=True)
+class _Starting:
+    """An episode whose reset is in flight."""
+
+    spec: EpisodeSpec
+    attempt: int
+    started: float
+
+
+@dataclass
+class _Wave:
+    """One wave's slots: the free ones, the live episodes, and the batch in flight (``sent`` says
+    what each of its calls was for, in call order)."""
+
+    free: list[int]
+    live: dict[int, _Live] = field(default_factory=dict)
+    ticket: Ticket | None = None
+    sent: list[tuple[int, _Live | _Starting, str | AgentAction | None]] = field(default_factory=list)
 
 
 def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *,
-                 on_records: OnRecords | None = None, on_steps: OnSteps | None = None,
-                 max_retries: int = 1, clock: RolloutClock | None = None) -> list[EpisodeRecord]:
-    """Play ``episodes`` with ``agent`` on ``pool``; return their records in completion order."""
+                 on_records: OnRecords | None = None, on_steps: OnSteps | None = None, max_retries: int = 1,
+                 waves: int = 1, clock: RolloutClock | None = None) -> list[EpisodeRecord]:
+    """Play ``episodes`` with ``agent`` on ``pool`` in ``waves`` waves (1: lock-step); return their
+    records in completion order."""
+    if waves < 1:
+        raise ValueError(f"waves must be >= 1, got {waves}")
     clock = clock or RolloutClock()
     pending: deque[tuple[EpisodeSpec, int]] = deque((spec, 0) for spec in episodes)
-    free = list(range(pool.num_slots))[::-1]
-    live: dict[int, _Live] = {}
+    count = min(waves, pool.num_slots)
+    all_waves = [_Wave(free=[s for s in range(pool.num_slots) if s % count == w][::-1]) for w in range(count)]
     finished: list[EpisodeRecord] = []
 
     def emit(records: list[EpisodeRecord]) -> None:
@@ -107,97 +146,119 @@ def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *
                 on_records(records)
             agent.end([r.episode_id for r in records])
 
-    def fail(spec: EpisodeSpec, attempt: int, why: str, started: float) -> EpisodeRecord | None:
+    def fail(spec: EpisodeSpec, attempt: int, why: str, started: float) -> list[EpisodeRecord]:
         if attempt < max_retries:
             pending.appendleft((spec, attempt + 1))
-            return None
-        return _error_record(spec, agent, why, started)
+            return []
+        return [_error_record(spec, agent, why, started)]
 
-    while pending or live:
-        done_now = _start_episodes(pool, agent, pending, free, live, fail, clock)
-        if live:
-            done_now += _tick(pool, agent, live, free, fail, clock, on_steps)
-        emit(done_now)
+    while pending or any(wave.live or wave.ticket for wave in all_waves):
+        for wave in all_waves:
+            done = _read_back(pool, agent, wave, all_waves, fail, clock, on_steps) if wave.ticket else []
+            _send(pool, agent, wave, pending, clock)
+            emit(done)
     return finished
 
 
-def _start_episodes(pool: EnvPool, agent: Agent, pending: deque[tuple[EpisodeSpec, int]],
-                    free: list[int], live: dict[int, _Live], fail: Fail, clock: RolloutClock) -> list[EpisodeRecord]:
-    starting: list[tuple[int, EpisodeSpec, int]] = []
-    while free and pending:
-        spec, attempt = pending.popleft()
-        starting.append((free.pop(), spec, attempt))
-    if not starting:
-        return []
+def _send(pool: EnvPool, agent: Agent, wave: _Wave, pending: deque[tuple[EpisodeSpec, int]],
+          clock: RolloutClock) -> None:
+    """The agent acts on the wave's live episodes; their steps and resets of the wave's free slots
+    (for the next pending episodes) go to the pool as one batch."""
+    calls: list[Call] = []
+    slots = sorted(wave.live)
+    if slots:
+        episodes = [wave.live[slot] for slot in slots]
+        outputs = clock.agent(lambda: agent.act([ep.spec.episode_id for ep in episodes],
+                                                [ep.observation for ep in episodes], [ep.info for ep in episodes]))
+        if len(outputs) != len(episodes):
+            raise RuntimeError(f"agent {agent.name} returned {len(outputs)} actions for {len(episodes)} episodes")
+        calls += [Call("step", slot, action=_text(output)) for slot, output in zip(slots, outputs)]
+        wave.sent += zip(slots, episodes, outputs)
     now = time.perf_counter()
-    results = clock.env(lambda: pool.run([Call("reset", slot, task_id=spec.task_id, seed=spec.seed)
-                                          for slot, spec, _ in starting]))
-    errors: list[EpisodeRecord] = []
+    while wave.free and pending:
+        spec, attempt = pending.popleft()
+        slot = wave.free.pop()
+        calls.append(Call("reset", slot, task_id=spec.task_id, seed=spec.seed))
+        wave.sent.append((slot, _Starting(spec, attempt, now), None))
+    if calls:
+        wave.ticket = clock.env(lambda: pool.submit(calls))
+
+
+def _read_back(pool: EnvPool, agent: Agent, wave: _Wave, all_waves: list[_Wave], fail: Fail,
+               clock: RolloutClock, on_steps: OnSteps | None) -> list[EpisodeRecord]:
+    """The wave's batch results: steps become step records (and finished episodes records),
+    resets new live episodes, failures retries."""
+    assert wave.ticket is not None
+    ticket = wave.ticket
+    results = clock.env(lambda: pool.collect(ticket))
+    sent, wave.ticket, wave.sent = wave.sent, None, []
+    done: list[EpisodeRecord] = []
     started: list[_Live] = []
-    for (slot, spec, attempt), result in zip(starting, results):
+    taken: list[StepRecord] = []
+    for (slot, item, action), result in zip(sent, results):
         if isinstance(result, CallError):
-            free.append(slot)
-            errors += filter(None, [fail(spec, attempt, result.message, now)])
-            continue
-        observation, info = result
-        live[slot] = _Live(spec, observation, info, now, attempt)
-        started.append(live[slot])
-    errors += _drop_lost(pool, live, free, fail)
-    alive = {id(ep) for ep in live.values()}
-    started = [ep for ep in started if id(ep) in alive]
+            wave.live.pop(slot, None)
+            wave.free.append(slot)
+            done += fail(item.spec, item.attempt, result.message, item.started)
+        elif isinstance(item, _Starting):
+            observation, info = result
+            wave.live[slot] = _Live(item.spec, observation, info, item.started, item.attempt)
+            started.append(wave.live[slot])
+        else:
+            assert action is not None
+            ended = _record_step(item, action, result)
+            taken.append(item.steps[-1])
+            if ended:
+                del wave.live[slot]
+                wave.free.append(slot)
+                done.append(_finished_record(item, agent, "completed" if result[2] else "truncated"))
+    clock.steps += len(taken)
+    if on_steps and taken:
+        on_steps(taken)
+    done += _drop_lost(pool, all_waves, fail)
+    if started:
+        alive = {id(ep) for ep in wave.live.values()}
+        started = [ep for ep in started if id(ep) in alive]
     if started:
         clock.agent(lambda: agent.reset([ep.spec.episode_id for ep in started],
                                         [ep.observation for ep in started], [ep.info for ep in started]))
-    return errors
-
-
-def _tick(pool: EnvPool, agent: Agent, live: dict[int, _Live], free: list[int],
-          fail: Fail, clock: RolloutClock, on_steps: OnSteps | None = None) -> list[EpisodeRecord]:
-    slots = sorted(live)
-    episodes = [live[slot] for slot in slots]
-    outputs = clock.agent(lambda: agent.act([ep.spec.episode_id for ep in episodes],
-                                            [ep.observation for ep in episodes], [ep.info for ep in episodes]))
-    if len(outputs) != len(episodes):
-        raise RuntimeError(f"agent {agent.name} returned {len(outputs)} actions for {len(episodes)} episodes")
-    actions = [as_agent_action(output) for output in outputs]
-    results = clock.env(lambda: pool.run([Call("step", slot, action=action.action)
-                                          for slot, action in zip(slots, actions)]))
-    clock.steps += len(slots)
-    done: list[EpisodeRecord] = []
-    taken: list[StepRecord] = []
-    for slot, episode, action, result in zip(slots, episodes, actions, results):
-        if isinstance(result, CallError):
-            del live[slot]
-            free.append(slot)
-            done += filter(None, [fail(episode.spec, episode.attempt, result.message, episode.started)])
-            continue
-        observation, reward, terminated, truncated, info = result
-        episode.steps.append(StepRecord(
-            t=len(episode.steps), observation=episode.observation, action=action.action,
-            reward=float(reward), invalid_action=bool(info.get("invalid_action")),
-            admissible_actions=episode.info.get("admissible_actions"), **action.trace()))
-        taken.append(episode.steps[-1])
-        episode.total_reward += float(reward)
-        episode.observation, episode.info = observation, info
-        if terminated or truncated:
-            del live[slot]
-            free.append(slot)
-            done.append(_finished_record(episode, agent, "completed" if terminated else "truncated"))
-    if on_steps and taken:
-        on_steps(taken)
-    done += _drop_lost(pool, live, free, fail)
     return done
 
 
-def _drop_lost(pool: EnvPool, live: dict[int, _Live], free: list[int], fail: Fail) -> list[EpisodeRecord]:
-    """Episodes whose env state vanished with a restarted worker start over (or fail)."""
-    records = []
-    for slot in sorted(pool.pop_lost_slots()):
-        episode = live.pop(slot, None)
+def _text(output: str | AgentAction) -> str:
+    return output.action if isinstance(output, AgentAction) else str(output)
+
+
+def _record_step(episode: _Live, output: str | AgentAction, result: Any) -> bool:
+    """Append the step to the episode (a plain-string action has the default trace); True when it
+    ended the episode."""
+    observation, reward, terminated, truncated, info = result
+    trace = output.trace() if isinstance(output, AgentAction) else {}
+    episode.steps.append(StepRecord(
+        t=len(episode.steps), observation=episode.observation, action=_text(output),
+        reward=float(reward), invalid_action=bool(info.get("invalid_action")),
+        admissible_actions=episode.info.get("admissible_actions"), **trace))
+    episode.total_reward += float(reward)
+    episode.observation, episode.info = observation, info
+    return bool(terminated or truncated)
+
+
+def _drop_lost(pool: EnvPool, all_waves: list[_Wave], fail: Fail) -> list[EpisodeRecord]:
+    """Episodes whose env state vanished with a restarted worker start over (or fail). A lost slot
+    with a call in flight is left to that call, which the pool answers with a CallError (or, sent
+    to the fresh worker, with a fresh env's answer)."""
+    lost = pool.pop_lost_slots()
+    if not lost:
+        return []
+    in_flight = {slot for wave in all_waves for slot, _, _ in wave.sent}
+    records: list[EpisodeRecord] = []
+    for slot in sorted(lost - in_flight):
+        wave = all_waves[slot % len(all_waves)]
+        episode = wave.live.pop(slot, None)
         if episode is None:
             continue
-        free.append(slot)
-        records += filter(None, [fail(episode.spec, episode.attempt, "env worker restarted", episode.started)])
+        wave.free.append(slot)
+        records += fail(episode.spec, episode.attempt, "env worker restarted", episode.started)
     return records
 
 

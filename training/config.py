@@ -69,9 +69,13 @@ class TrainConfig(BaseModel):
     env_args: dict[str, Any] = {}
     """Env constructor arguments (what --env-arg sets)."""
     env_backend: str = "process"
-    """Where rollout envs live: process (worker processes) or inline."""
+    """Where rollout envs live: process (worker processes), inline, or ray (Ray actors)."""
+    ray_address: Optional[str] = None
+    """Ray cluster the ray backend joins (host:port or auto; null: a local Ray instance)."""
+    waves: int = 1
+    """Waves of live episodes: envs of one step while the policy generates for another (1: lock-step)."""
     workers: int = 2
-    """Env worker processes."""
+    """Env worker processes (or Ray actors)."""
     env_call_timeout: float = DEFAULT_CALL_TIMEOUT
     """Seconds an env call may take before its worker is replaced."""
     env_recycle_after: Optional[int] = None
@@ -187,7 +191,7 @@ class TrainConfig(BaseModel):
         except algorithms.UnknownAlgorithmError:
             raise ValueError(f"unknown algo; choose from {', '.join(algorithms.names(with_sft=True))}") from None
 
-    @field_validator("updates", "group", "live_episodes", "micro_batch", "mini_batches", "save_every", "sft_epochs",
+    @field_validator("updates", "group", "live_episodes", "waves", "micro_batch", "mini_batches", "save_every", "sft_epochs",
                      "sft_batch")
     @classmethod
     def _positive(cls, value: int) -> int:
@@ -246,7 +250,7 @@ class TrainConfig(BaseModel):
         identity = self.model_dump(exclude={"updates", "sft_epochs", "eval_every", "save_every", "keep_checkpoints",
                                             "workers", "observation_tokens", "env_call_timeout",
                                             "env_recycle_after", "live_episodes", "engine_memory_fraction",
-                                            "engine_sleep", "sync_tolerance", "loggers"})
+                                            "engine_sleep", "sync_tolerance", "loggers", "ray_address", "waves"})
         identity.update(max_new_tokens=self.new_tokens(), max_prompt_tokens=self.prompt_tokens())
         if self.observation_tokens is not None:
             identity["observation_tokens"] = self.observation_tokens

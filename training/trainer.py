@@ -117,8 +117,9 @@ def agent_params(config: TrainConfig, *, temperature: float, tokens: bool) -> di
 
 
 def pool_options(config: TrainConfig) -> dict[str, Any]:
-    """How env workers are guarded, the same for rollouts, data collection and evaluation."""
-    return {"call_timeout": config.env_call_timeout, "recycle_after": config.env_recycle_after}
+    """Where env workers run and how they are guarded, the same for rollouts, data collection and evaluation."""
+    return {"call_timeout": config.env_call_timeout, "recycle_after": config.env_recycle_after,
+            "ray_address": config.ray_address}
 
 
 def spec_string(kind: str, target: str, params: dict[str, str]) -> str:
@@ -145,7 +146,8 @@ def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpo
                                       n=config.eval_n, seed=config.seed, max_steps=config.eval_max_steps,
                                       backend=config.env_backend, workers=config.workers,
                                       live_episodes=config.eval_batch,
-                                      env_kwargs=config.env_args, **pool_options(config)), backend=backend)
+                                      env_kwargs=config.env_args, waves=config.waves, **pool_options(config)),
+                           backend=backend)
         row = {"update": update, "split": split, "episodes": summary["episodes"],
                "success_rate": summary["success_rate"], "mean_score": summary["mean_score"],
                "mean_steps": summary["mean_steps"], "invalid_action_rate": summary["invalid_action_rate"],
@@ -248,7 +250,7 @@ def collect_rollouts(state: RLRun, update: int, costs: PhaseCosts | None = None)
         agent = ModelAgent(AgentSpec(state.engine.kind, str(state.policy.path), tuple(sorted(params.items()))),
                            seed=config.seed * 7919 + update * 31, backend=state.meter, env_id=config.env)
         clock, generated = RolloutClock(), state.meter.tokens
-        run_rollouts(state.pool, agent, todo, on_records=rundir.append, clock=clock)
+        run_rollouts(state.pool, agent, todo, on_records=rundir.append, waves=config.waves, clock=clock)
         if costs is not None:
             costs.add("env", clock.env_s, clock.steps)
             costs.add("generate", clock.agent_s, state.meter.tokens - generated)
@@ -438,7 +440,8 @@ def collected_sft_records(config: TrainConfig, run: TrainRun) -> list[EpisodeRec
         agent, group, out = spec_string("hf", config.model, {**params, "dtype": config.dtype}), config.group, run.out / "data" / "base-policy"
     evaluate(EvalConfig(env=config.env, split=config.train_split, agent=agent, out=out, n=config.sft_tasks,
                         group=group, seed=config.seed, max_steps=config.max_steps, backend=config.env_backend,
-                        workers=config.workers, env_kwargs=config.env_args, **pool_options(config)))
+                        workers=config.workers, env_kwargs=config.env_args, waves=config.waves,
+                        **pool_options(config)))
     return list(RunDir(out).finished().values())
 
 

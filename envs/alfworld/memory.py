@@ -22,23 +22,9 @@ from typing import Any
 
 from seed_gym.agent import make_agent
 from seed_gym.envs.alfworld import translations
-from seed_gym.pools import ProcessPool
+from seed_gym.pools import ProcessPool, rss_bytes
 from seed_gym.registry import make
 from seed_gym.rollout import EpisodeSpec, run_rollouts, task_seed
-
-
-def rss_bytes(pid: int | None) -> int | None:
-    """Resident set size of ``pid`` from ``/proc`` (Linux), or None where it cannot be read."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
 
 
 def folder_usage(root: str | os.PathLike[str]) -> tuple[int, int]:

@@ -19,7 +19,10 @@ question or answers is a :class:`~seed_gym.core.DataError` naming the file, the 
 Splits: ``train``; ``test`` (every test/dev question); ``seen`` and ``unseen`` (test questions of
 the seen sources nq/hotpotqa vs the rest); and one split per data source (its test questions).
 Indexes are built once per corpus fingerprint and backend under ``<root>/index/`` and shared by
-every env of the process.
+every env of the process. A loaded :class:`QAData` is also the env's shared state
+(:class:`seed_gym.core.SharedState`): it pickles with its passages, questions and the indexes
+that are plain arrays, and :meth:`QAData.install` makes it the one ``load_data`` returns for its
+source in another process, which then loads nothing.
 """
 
 from __future__ import annotations
@@ -121,9 +124,29 @@ class QAData:
     root: Path
     corpus_path: Path
     question_paths: list[Path]
+    #: ``load_data``'s cache key of the source this dataset was loaded for.
+    key: tuple = ()
     _indexes: dict[str, Any] = field(default_factory=dict, repr=False)
     _task_sets: dict[str, TaskSet] = field(default_factory=dict, repr=False)
     _lock: Lock = field(default_factory=Lock, repr=False)
+
+    # -- sharing ------------------------------------------------------------------------------
+    def install(self) -> None:
+        """Make this the dataset ``load_data`` returns for its source in this process."""
+        with _DATASETS_LOCK:
+            _DATASETS.setdefault(self.key, self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_lock")
+        state["_task_sets"] = {}  # rebuilt on first use: their splits hold closures
+        # indexes that are not plain data (a Lucene searcher, a faiss index) load from disk instead
+        state["_indexes"] = {key: index for key, index in self._indexes.items() if getattr(index, "picklable", False)}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = Lock()
 
     @cached_property
     def passages(self) -> dict[str, str]:
@@ -301,6 +324,7 @@ def load_data(data: str | None = None, *, seed: int = 0, entities: int = DEFAULT
     with _DATASETS_LOCK:
         if key not in _DATASETS:
             _DATASETS[key] = _resolve(data, seed=seed, entities=entities, corpus=corpus, questions=questions)
+            _DATASETS[key].key = key
         return _DATASETS[key]
 
 

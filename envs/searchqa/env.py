@@ -89,6 +89,15 @@ class SearchQAEnv(TextEnv):
         """The question row: ``golden_answers``, ``metadata.hops``, ``data_source``, ..."""
         return self.data.questions.get(task_id)
 
+    def shared_state(self) -> QAData:
+        """The dataset with its passages, questions and (in-process retrieval) index loaded: an
+        env pool builds it once per machine and its workers use it instead of loading their own."""
+        self.data.passages  # cached properties: load them now
+        self.data.questions
+        if not self.server:
+            self.data.retriever(self.backend)
+        return self.data
+
     def describe(self) -> dict[str, Any]:
         return {"data": self.data.name, "retriever": self.server or self.backend, "topk": self.topk,
                 "max_turns": self.max_turns, "max_steps": self.max_steps, "passages": len(self.data.passages)}

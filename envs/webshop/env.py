@@ -164,6 +164,12 @@ class WebShopBase(TextEnv):
         except UnknownTaskError:  # no ground truth: the rule still writes a skill
             return None
 
+    def shared_state(self) -> Shop:
+        """The shop (products, goals, splits and its loaded search index): an env pool builds it
+        once per machine and its workers use it instead of loading their own."""
+        self.shop.retriever()
+        return self.shop
+
     def describe(self) -> dict[str, Any]:
         """What the run manifest records: protocol and step cap, noun tagger, fuzzy matcher, data."""
         return {"protocol": self.protocol, "protocol_step_cap": PROTOCOL_STEPS[self.protocol],

@@ -2,6 +2,9 @@
 
 ``get_shop(data, num_products, seed, goals)`` returns the same read-only :class:`Shop` for the
 same arguments within a process (every env and the server share it; nothing is rebuilt per env).
+A shop is also the env's shared state (:class:`seed_gym.core.SharedState`): it pickles with its
+search index (when the index is plain arrays), and :meth:`Shop.install` makes it the one
+``get_shop`` returns for its arguments in another process, which then loads nothing.
 ``data`` is ``None`` (the generated SynShop catalogue, written once under
 ``$SEED_GYM_HOME/webshop/synshop-<seed>-<n>``) or a folder with the upstream files. The BM25 index
 is cached on disk under ``$SEED_GYM_HOME/webshop/index/<backend>-<catalogue fingerprint>``.
@@ -48,7 +51,22 @@ class Shop:
     splits: dict[str, list[int]]
     catalog_fingerprint: str
     backend: str = "bm25s"
+    #: ``get_shop``'s cache key of the arguments this shop was built for.
+    key: tuple = ()
     _retriever: Any = field(default=None, repr=False)
+
+    # -- sharing ------------------------------------------------------------------------------
+    def install(self) -> None:
+        """Make this the shop ``get_shop`` returns for its arguments in this process."""
+        with _LOCK:
+            _SHOPS.setdefault(self.key, self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("task_set", None)  # rebuilt on first use: its splits hold closures
+        if not getattr(self._retriever, "picklable", False):
+            state["_retriever"] = None  # loaded from the disk cache on first search instead
+        return state
 
     # -- goals -------------------------------------------------------------------------------
     def goal(self, tid: str) -> goal_lib.Goal:
@@ -157,5 +175,6 @@ def get_shop(data: str | None = None, *, num_products: int = 1000, seed: int = 0
     if shop is not None:
         return shop
     shop = build_shop(root or _ensure_synthetic(seed, num_products), seed=seed, goal_kind=goals, backend=backend)
+    shop.key = key
     with _LOCK:
         return _SHOPS.setdefault(key, shop)

@@ -52,6 +52,9 @@ class Retriever(ABC):
     """A built index over ``doc_ids``; subclasses implement the backend."""
 
     backend: ClassVar[str] = ""
+    #: True when the index is plain data (arrays, lists) that pickles, so it may travel to other
+    #: processes (an object store shares its arrays); False for handles (a JVM searcher, faiss).
+    picklable: ClassVar[bool] = False
 
     def __init__(self, doc_ids: Sequence[str], options: dict[str, Any]) -> None:
         self.doc_ids: list[str] = list(doc_ids)

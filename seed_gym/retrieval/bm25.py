@@ -28,6 +28,7 @@ def _quiet_bm25s() -> None:
 
 class Bm25sRetriever(Retriever):
     backend = "bm25s"
+    picklable = True
 
     def __init__(self, doc_ids: list[str], options: dict[str, Any], model: Any) -> None:
         super().__init__(doc_ids, options)

@@ -15,10 +15,11 @@ pytestmark = pytest.mark.integration
 
 
 def play(tiny_model_dir: Path, out: Path, *, split: str = "test", backend: str, workers: int,
-         live_episodes: int) -> dict[str, list[str]]:
+         live_episodes: int, waves: int = 1) -> dict[str, list[str]]:
     agent = f"hf:{tiny_model_dir}@temperature=1.0,max_new_tokens=16,dtype=float32,projection=none"
     summary = evaluate(EvalConfig(env="webshop", split=split, agent=agent, out=out, n=3, group=2, seed=5,
-                                  max_steps=3, backend=backend, workers=workers, live_episodes=live_episodes))
+                                  max_steps=3, backend=backend, workers=workers, live_episodes=live_episodes,
+                                  waves=waves))
     records = [json.loads(line) for line in (Path(summary["run_dir"]) / "episodes.jsonl").read_text().splitlines()]
     return {r["episode_id"]: [s["response"] for s in r["steps"]] for r in records}
 
@@ -29,6 +30,14 @@ def test_batch_size_and_worker_count_do_not_change_what_an_episode_samples(tiny_
     assert len(one_batch) == 6 and one_batch == pairs
     responses = [r for episode in one_batch.values() for r in episode]
     assert len(set(responses)) > len(responses) // 2  # really sampled: the rows differ
+
+
+def test_waves_do_not_change_what_an_episode_samples(tiny_model_dir, tmp_path):
+    """The overlapped engine (#21): three waves of two episodes, each generated in its own batch
+    while the other waves' envs step, sample what lock-step samples."""
+    lock_step = play(tiny_model_dir, tmp_path / "a", backend="process", workers=2, live_episodes=6)
+    in_waves = play(tiny_model_dir, tmp_path / "b", backend="process", workers=2, live_episodes=6, waves=3)
+    assert len(lock_step) == 6 and in_waves == lock_step
 
 
 def test_two_episodes_never_share_random_numbers_row_for_row(tiny_model_dir):

@@ -32,6 +32,21 @@ class ScriptAgent(Agent):
         self.ended += list(episode_ids)
 
 
+class OnceAgent(ScriptAgent):
+    """Says ``up``, except that ``episode`` says ``action`` (crash, hang) once."""
+
+    def __init__(self, episode, action):
+        super().__init__()
+        self.episode, self.action, self.done = episode, action, False
+
+    def act(self, episode_ids, observations, infos):
+        actions = super().act(episode_ids, observations, infos)
+        if not self.done and self.episode in episode_ids:
+            self.done = True
+            actions[episode_ids.index(self.episode)] = AgentAction(self.action)
+        return actions
+
+
 @pytest.fixture(params=["inline", "process"])
 def backend(request):
     return request.param
@@ -86,17 +101,7 @@ def test_an_env_exception_fails_only_its_episode_after_retries():
 
 
 def test_a_dead_worker_is_restarted_and_its_episodes_rerun():
-    class CrashOnce(ScriptAgent):
-        crashed = False
-
-        def act(self, episode_ids, observations, infos):
-            actions = super().act(episode_ids, observations, infos)
-            if not self.crashed and "count-4#0" in episode_ids:
-                self.crashed = True
-                actions[episode_ids.index("count-4#0")] = AgentAction("crash")
-            return actions
-
-    agent = CrashOnce()
+    agent = OnceAgent("count-4#0", "crash")
     episodes = plan_episodes(TASKS[:6])
     with make_pool("process", "toy-counter", {}, num_slots=4, workers=2) as pool:
         records = run_rollouts(pool, agent, episodes)
@@ -131,17 +136,7 @@ def test_a_worker_that_dies_before_its_reply_is_read_fails_its_calls_at_once():
 
 
 def test_a_hung_step_kills_its_worker_after_the_call_timeout_and_the_episode_is_retried():
-    class HangOnce(ScriptAgent):
-        hung = False
-
-        def act(self, episode_ids, observations, infos):
-            actions = super().act(episode_ids, observations, infos)
-            if not self.hung and "count-3#0" in episode_ids:
-                self.hung = True
-                actions[episode_ids.index("count-3#0")] = AgentAction("hang")
-            return actions
-
-    agent = HangOnce()
+    agent = OnceAgent("count-3#0", "hang")
     with make_pool("process", "toy-counter", {}, num_slots=1, workers=1, call_timeout=2) as pool:
         records = run_rollouts(pool, agent, plan_episodes(["count-3", "count-2"]))
     assert all(r.won and r.status == "completed" for r in records)
@@ -200,3 +195,55 @@ def test_a_rollout_clock_splits_env_time_from_agent_time_and_counts_env_steps():
         records = run_rollouts(pool, agent, plan_episodes(TASKS[:2], group=2), clock=clock)
     assert clock.steps == sum(r.num_steps for r in records) > 0
     assert clock.agent_s >= 0.05 * len(agent.batches) and 0 < clock.env_s < clock.agent_s
+
+
+# -- waves: the envs of one wave step while the agent acts on another -----------------------------
+def played(records):
+    """What an episode did, without wall time: what waves must not change."""
+    return {r.episode_id: (r.seed, r.won, r.score, r.status, r.final_observation, r.total_reward,
+                           [(s.observation, s.action, s.reward, s.invalid_action) for s in r.steps])
+            for r in records}
+
+
+@pytest.mark.parametrize("waves", [2, 3])
+def test_waves_give_every_episode_the_record_of_lock_step(backend, waves):
+    episodes = plan_episodes(TASKS, group=2, seed=7)
+    with make_pool(backend, "toy-counter", {"max_steps": 6}, num_slots=6, workers=2) as pool:
+        lock_step = run_rollouts(pool, make_agent("random@invalid=0.2", seed=3), episodes)
+    with make_pool(backend, "toy-counter", {"max_steps": 6}, num_slots=6, workers=2) as pool:
+        in_waves = run_rollouts(pool, make_agent("random@invalid=0.2", seed=3), episodes, waves=waves)
+    assert len(lock_step) == len(episodes) and played(in_waves) == played(lock_step)
+    assert {r.status for r in lock_step} == {"completed", "truncated"}  # both endings were exercised
+
+
+def test_each_wave_acts_while_the_other_waves_batch_is_in_flight():
+    class Watcher(ScriptAgent):
+        def act(self, episode_ids, observations, infos):
+            self.in_flight.append(pool.in_flight)
+            return super().act(episode_ids, observations, infos)
+
+    agent = Watcher()
+    agent.in_flight = []
+    with make_pool("process", "toy-counter", {}, num_slots=4, workers=2) as pool:
+        records = run_rollouts(pool, agent, plan_episodes(["count-3", "count-4", "count-5", "count-6"]), waves=2)
+    assert len(records) == 4 and all(r.won for r in records)
+    # slots 0 and 2 form the first wave (the first two episodes), 1 and 3 the second: the agent
+    # sees the halves in turn
+    assert agent.batches[:4] == [["count-3#0", "count-4#0"], ["count-5#0", "count-6#0"]] * 2
+    assert min(agent.in_flight[:6]) == 1  # the other wave's steps were in the pool meanwhile
+
+
+def test_a_worker_dying_with_both_waves_in_flight_fails_both_and_every_episode_reruns():
+    agent = OnceAgent("count-4#0", "crash")
+    episodes = plan_episodes(TASKS[:6])
+    with make_pool("process", "toy-counter", {}, num_slots=4, workers=1) as pool:  # one worker holds both waves
+        records = run_rollouts(pool, agent, episodes, waves=2)
+    assert sorted(r.episode_id for r in records) == sorted(e.episode_id for e in episodes)
+    assert all(r.won and r.status == "completed" for r in records)  # replayed from the start
+    assert agent.reset_ids.count("count-4#0") == 2
+    assert sum(agent.reset_ids.count(e.episode_id) == 2 for e in episodes) >= 2  # the other wave's too
+
+
+def test_waves_must_be_positive():
+    with make_pool("inline", "toy-counter", {}, num_slots=2) as pool, pytest.raises(ValueError, match="waves"):
+        run_rollouts(pool, ScriptAgent(), plan_episodes(TASKS[:2]), waves=0)

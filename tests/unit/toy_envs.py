@@ -65,3 +65,37 @@ class CounterEnv(TextEnv):
 
     def _expert_action(self) -> str:
         return "up"
+
+
+class CounterTable:
+    """The shared state of :class:`SharedCounterEnv`: stands in for a catalogue or an index, and
+    remembers the process that built it."""
+
+    def __init__(self) -> None:
+        self.built_by = os.getpid()
+
+    def install(self) -> None:
+        global _TABLE
+        _TABLE = self
+
+
+_TABLE: CounterTable | None = None
+
+
+class SharedCounterEnv(CounterEnv):
+    """The counter game with a shared state: every instance in a process uses one table (built
+    by the first, or installed from elsewhere), and its first observation names the table's builder."""
+
+    env_id = "toy-shared"
+
+    def __init__(self, max_steps: int | None = None) -> None:
+        super().__init__(max_steps=max_steps)
+        global _TABLE
+        self.table = _TABLE = _TABLE or CounterTable()
+
+    def shared_state(self) -> CounterTable:
+        return self.table
+
+    def _reset(self, task_id: str, seed: int) -> tuple[str, TaskInfo]:
+        observation, task = super()._reset(task_id, seed)
+        return f"{observation} [table built by {self.table.built_by}, env in {os.getpid()}]", task

@@ -1,0 +1,260 @@
+"""``seed-gym bench pools``: what env pools and the rollout engine cost, every figure a ratio
+against a baseline measured in the same run.
+
+1. **Env-steps/s per pool**: the rollout engine with a zero-cost scripted agent (a seeded random
+   admissible action, or the env's expert where it lists none) on the inline pool (one process,
+   ``envs_per_worker`` envs), and on the process and ray pools at 1, 2 and 4 workers of
+   ``envs_per_worker`` envs each; after an untimed warm-up round (first game loads). Ratio: to inline.
+2. **Engine overhead**: the same agent and episodes through the rollout engine on an inline pool of
+   ``envs_per_worker`` envs (one lock-step batch, as rollouts run), against a bare
+   ``reset``/``act``/``step`` loop on one env that records nothing; the better of ``repeats``
+   alternating runs each, after a warm-up of both. Overhead = engine / bare - 1 (target: under 10%).
+3. **Lock-step vs waves** with a model agent (``hf:<model>``, sampled, so identical records show
+   that sampling belongs to the episode): the same episodes on a process pool with ``waves=1`` and
+   ``waves=2``; seconds per round (a round: every live episode acts once) and the ratio, plus
+   whether every episode's record matched.
+4. **Memory per worker**: one worker with one env plays ``memory_episodes`` episodes (cycling
+   through the split) on the process pool, the ray pool, and the ray pool without the env's shared
+   state; RSS and PSS (shared pages divided among the processes sharing them) at 0, 1/4, 1/2 and all.
+
+On a busy machine absolute times are upper bounds; the ratios compare runs made side by side.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seed_gym.agent import Agent, CountingAgent, make_agent
+from seed_gym.core import TextEnv
+from seed_gym.evaluate import expert_kwargs
+from seed_gym.pools import EnvPool, InlinePool, ProcessPool, pss_bytes, rss_bytes
+from seed_gym.records import EpisodeRecord
+from seed_gym.registry import make
+from seed_gym.rollout import EpisodeSpec, plan_episodes, run_rollouts, task_seed
+
+WORKER_COUNTS = (1, 2, 4)
+
+
+@dataclass
+class EnvSetup:
+    """What every section plays on one env: its tasks, the zero-cost agent, the env arguments."""
+
+    env_id: str
+    task_ids: list[str]
+    agent: str  # "random" where the env lists admissible actions, else "expert"
+    env_kwargs: dict[str, Any]
+
+
+def setup(env_id: str, split: str, *, max_steps: int, env_kwargs: dict[str, Any] | None = None,
+          seed: int = 0) -> EnvSetup:
+    kwargs = {**(env_kwargs or {}), "max_steps": max_steps}
+    probe = make(env_id, **kwargs)
+    try:
+        task_ids = list(probe.task_set().split(split).task_ids)
+        _, info = probe.reset(seed=seed, options={"task_id": task_ids[0]})
+        if info.get("admissible_actions"):
+            return EnvSetup(env_id, task_ids, "random", kwargs)
+        return EnvSetup(env_id, task_ids, "expert", {**kwargs, **expert_kwargs(env_id, probe, "expert")})
+    finally:
+        probe.close()
+
+
+def cycled(task_ids: Sequence[str], episodes: int, seed: int = 0) -> list[EpisodeSpec]:
+    """``episodes`` episodes over ``task_ids`` in order, again and again (each pass a new group index)."""
+    return [EpisodeSpec(task_ids[i % len(task_ids)], i // len(task_ids), task_seed(seed, task_ids[i % len(task_ids)]))
+            for i in range(episodes)]
+
+
+def _agent(env: EnvSetup, seed: int = 0) -> Agent:
+    agent = make_agent(env.agent, seed=seed)
+    agent.bind_env(env.env_id)
+    return agent
+
+
+def _timed(pool: EnvPool, agent: Any, episodes: list[EpisodeSpec], **options: Any) -> tuple[float, list[EpisodeRecord]]:
+    started = time.perf_counter()
+    records = run_rollouts(pool, agent, episodes, **options)
+    return time.perf_counter() - started, records
+
+
+# -- 1. env-steps/s per pool ------------------------------------------------------------------
+def make_bench_pool(backend: str, env: EnvSetup, workers: int, envs_per_worker: int, **options: Any) -> EnvPool:
+    if backend == "inline":
+        return InlinePool(env.env_id, env.env_kwargs, envs_per_worker)
+    if backend == "process":
+        return ProcessPool(env.env_id, env.env_kwargs, workers=workers, envs_per_worker=envs_per_worker)
+    from seed_gym.raypool import RayPool
+
+    return RayPool(env.env_id, env.env_kwargs, workers=workers, envs_per_worker=envs_per_worker, **options)
+
+
+def steps_per_second(env: EnvSetup, *, episodes: int, envs_per_worker: int,
+                     worker_counts: Sequence[int] = WORKER_COUNTS, backends: Sequence[str] = ("process", "ray"),
+                     ray_address: str | None = None) -> list[dict[str, Any]]:
+    rows = []
+    plan = [("inline", 1)] + [(backend, workers) for backend in backends for workers in worker_counts]
+    for backend, workers in plan:
+        options = {"address": ray_address} if backend == "ray" else {}
+        with make_bench_pool(backend, env, workers, envs_per_worker, **options) as pool:
+            run_rollouts(pool, _agent(env), cycled(env.task_ids, pool.num_slots, seed=1))  # warm-up
+            seconds, records = _timed(pool, _agent(env), cycled(env.task_ids, episodes))
+        steps = sum(r.num_steps for r in records)
+        rows.append({"backend": backend, "workers": workers, "envs": workers * envs_per_worker, "episodes": len(records),
+                     "steps": steps, "errors": sum(r.status == "error" for r in records),
+                     "seconds": round(seconds, 3), "steps_per_s": round(steps / seconds, 1) if seconds else None})
+    base = rows[0]["steps_per_s"]
+    for row in rows:
+        row["vs_inline"] = round(row["steps_per_s"] / base, 2) if base and row["steps_per_s"] else None
+    return rows
+
+
+# -- 2. engine overhead -------------------------------------------------------------------------
+def _bare_loop(env: TextEnv, agent: Agent, episodes: list[EpisodeSpec]) -> tuple[float, int]:
+    """The same episodes stepped by hand on one env: reset, then act/step until the episode ends."""
+    steps = 0
+    started = time.perf_counter()
+    for spec in episodes:
+        ids = [spec.episode_id]
+        observation, info = env.reset(seed=spec.seed, options={"task_id": spec.task_id})
+        agent.reset(ids, [observation], [info])
+        done = False
+        while not done:
+            action = agent.act(ids, [observation], [info])[0]
+            observation, _, terminated, truncated, info = env.step(action if isinstance(action, str) else action.action)
+            steps += 1
+            done = terminated or truncated
+        agent.end(ids)
+    return time.perf_counter() - started, steps
+
+
+def engine_overhead(env: EnvSetup, *, episodes: int, slots: int = 4, repeats: int = 3) -> dict[str, Any]:
+    plan = cycled(env.task_ids, episodes)
+    bare: list[float] = []
+    engine: list[float] = []
+    bare_steps = engine_steps = 0
+    bare_env = make(env.env_id, **env.env_kwargs)
+    with InlinePool(env.env_id, env.env_kwargs, slots) as pool:
+        for _ in range(repeats + 1):  # the first pass of each warms caches (first loads, per-task caches)
+            seconds, bare_steps = _bare_loop(bare_env, _agent(env), plan)
+            bare.append(seconds)
+            seconds, records = _timed(pool, _agent(env), plan)
+            engine.append(seconds)
+            engine_steps = sum(r.num_steps for r in records)
+        bare, engine = bare[1:], engine[1:]
+    bare_env.close()
+    return {"episodes": episodes, "slots": slots, "steps": engine_steps, "same_steps": engine_steps == bare_steps,
+            "bare_seconds": round(min(bare), 4), "engine_seconds": round(min(engine), 4),
+            "overhead": round(min(engine) / min(bare) - 1, 4), "repeats": repeats}
+
+
+# -- 3. lock-step vs waves ------------------------------------------------------------------------
+def played(records: list[EpisodeRecord]) -> dict[str, Any]:
+    """What each episode did, without wall times and backend diagnostics."""
+    return {r.episode_id: (r.won, r.score, r.status, r.final_observation,
+                           [(s.observation, s.action, s.response, s.reward) for s in r.steps]) for r in records}
+
+
+def lockstep_vs_waves(env: EnvSetup, model: str, *, episodes: int, workers: int, slots: int,
+                      waves: int = 2, seed: int = 0) -> dict[str, Any]:
+    spec = f"hf:{model}@temperature=1.0,max_new_tokens=16,dtype=float32"
+    plan = cycled(env.task_ids, episodes, seed=seed)
+    agent = CountingAgent(make_agent(spec, seed=seed))
+    agent.bind_env(env.env_id)
+    runs = {}
+    try:
+        with ProcessPool(env.env_id, {k: v for k, v in env.env_kwargs.items() if k != "expert"}, workers=workers,
+                         envs_per_worker=-(-slots // workers)) as pool:
+            for count in (1, waves):  # warm-up: the weights, first loads, both schedules
+                run_rollouts(pool, agent, plan[:2], waves=count)
+            for count in (1, waves):
+                agent.calls = 0
+                seconds, records = _timed(pool, agent, plan, waves=count)
+                rounds = agent.calls / count
+                runs[count] = {"waves": count, "seconds": round(seconds, 3), "rounds": round(rounds, 1),
+                               "seconds_per_round": round(seconds / rounds, 4) if rounds else None,
+                               "steps": sum(r.num_steps for r in records), "played": played(records)}
+    finally:
+        agent.close()
+    lock, overlapped = runs[1], runs[waves]
+    return {"agent": spec, "episodes": episodes, "workers": workers, "slots": pool.num_slots,
+            "same_records": lock.pop("played") == overlapped.pop("played"), "lock_step": lock, "overlapped": overlapped,
+            "speedup": round(lock["seconds"] / overlapped["seconds"], 3) if overlapped["seconds"] else None}
+
+
+# -- 4. memory per worker -----------------------------------------------------------------------------
+def _memory(pid: int | None) -> dict[str, float | None]:
+    return {name: None if value is None else round(value / 2**20, 1)
+            for name, value in (("rss_mib", rss_bytes(pid)), ("pss_mib", pss_bytes(pid)))}
+
+
+def memory_per_worker(env: EnvSetup, *, episodes: int, ray_address: str | None = None,
+                      variants: Sequence[str] = ("process", "ray", "ray-unshared")) -> list[dict[str, Any]]:
+    checkpoints = sorted({episodes // 4, episodes // 2, episodes} - {0})
+    rows = []
+    for variant in variants:
+        backend = variant.split("-")[0]
+        options = {"address": ray_address, "share_state": variant == "ray"} if backend == "ray" else {}
+        readings: dict[int, dict[str, float | None]] = {}
+        done = 0
+        with make_bench_pool(backend, env, 1, 1, **options) as pool:
+            pid = pool.worker_pids()[0]  # type: ignore[attr-defined]
+            readings[0] = _memory(pid)
+
+            def on_records(records: list[EpisodeRecord], pool: Any = pool) -> None:
+                nonlocal done
+                for _ in records:
+                    done += 1
+                    if done in checkpoints:
+                        readings[done] = _memory(pool.worker_pids()[0])
+
+            seconds, records = _timed(pool, _agent(env), cycled(env.task_ids, episodes), on_records=on_records)
+        rows.append({"pool": variant, "episodes": len(records), "errors": sum(r.status == "error" for r in records),
+                     "seconds": round(seconds, 1), "memory": {str(k): v for k, v in sorted(readings.items())}})
+    return rows
+
+
+# -- the whole benchmark --------------------------------------------------------------------------
+def run_pool_benchmark(envs: Sequence[str], *, split: str = "test", max_steps: int = 10, episodes: int = 128,
+                       envs_per_worker: int = 4, worker_counts: Sequence[int] = WORKER_COUNTS,
+                       overhead_episodes: int = 200, repeats: int = 5, model: str | None = None,
+                       model_episodes: int = 16, memory_episodes: int = 1000, memory_max_steps: int = 5,
+                       ray_address: str | None = None, env_args: dict[str, dict[str, Any]] | None = None,
+                       splits: dict[str, str] | None = None,
+                       on_section: Callable[[str, str, Any], None] | None = None) -> dict[str, Any]:
+    """Every section on every env, inside one Ray session; ``on_section(env, section, result)`` as
+    each finishes. ``splits`` / ``env_args`` override ``split`` / add constructor arguments per env."""
+    from seed_gym.raypool import ray_session
+
+    result: dict[str, Any] = {"cpus": os.cpu_count(), "split": split, "max_steps": max_steps, "episodes": episodes,
+                              "envs_per_worker": envs_per_worker, "worker_counts": list(worker_counts),
+                              "ray_address": ray_address or "local", "envs": {}}
+    with ray_session(ray_address, num_cpus=max([*worker_counts, os.cpu_count() or 1])):
+        for env_id in envs:
+            env_split = (splits or {}).get(env_id, split)
+            extra = (env_args or {}).get(env_id, {})
+            env = setup(env_id, env_split, max_steps=max_steps, env_kwargs=extra)
+            row: dict[str, Any] = {"split": env_split, "agent": env.agent, "env_kwargs": env.env_kwargs}
+            result["envs"][env_id] = row
+            sections: list[tuple[str, Callable[[], Any]]] = [
+                ("steps_per_s", lambda: steps_per_second(env, episodes=episodes, envs_per_worker=envs_per_worker,
+                                                         worker_counts=worker_counts, ray_address=ray_address)),
+                ("engine_overhead", lambda: engine_overhead(env, episodes=overhead_episodes, slots=envs_per_worker,
+                                                            repeats=repeats)),
+            ]
+            if model:
+                sections.append(("lock_step_vs_waves", lambda: lockstep_vs_waves(
+                    env, model, episodes=model_episodes, workers=2, slots=8)))
+            if memory_episodes:
+                memory_env = setup(env_id, env_split, max_steps=memory_max_steps, env_kwargs=extra)
+                sections.append(("memory", lambda: memory_per_worker(memory_env, episodes=memory_episodes,
+                                                                     ray_address=ray_address)))
+            for name, section in sections:
+                row[name] = section()
+                if on_section:
+                    on_section(env_id, name, row[name])
+    return result
+
