@@ -266,7 +266,7 @@ def doctor_command() -> None:
 
 # -- bench serve-load --------------------------------------------------------------------------
 def serve_load_command(
-    server: str = typer.Option(..., help="The server: a load target's name (webshop, retriever, policy, or a plugin's)."),
+    server: str = typer.Option(..., help="The server: a load target's name (one of the seed_gym.load_targets entry points; a wrong name lists them)."),
     clients: int = typer.Option(32, min=1, help="Concurrent clients, one keep-alive connection each."),
     requests: int = typer.Option(20, min=1, help="Short requests each client sends (a fixed count)."),
     duration: float = typer.Option(300.0, min=0.001, help="Seconds after which clients stop early (a cap)."),
