@@ -35,8 +35,8 @@ def arm(point: str, nth: int) -> None:
 
         save = Policy.save
 
-        def save_then_die(self, folder):  # type: ignore[no-untyped-def]
-            out = save(self, folder)
+        def save_then_die(self, folder, *args, **kwargs):  # type: ignore[no-untyped-def]
+            out = save(self, folder, *args, **kwargs)
             if due():
                 die()
             return out
