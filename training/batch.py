@@ -17,6 +17,10 @@ Rules:
   minus the profile's ``invalid_penalty`` when that step's response was format-invalid
   (seed-method.md §3). ``group_id`` is the task id: GRPO normalises over all step
   samples of a task.
+* For GiGPO's step-level advantage a sample also keeps ``anchor`` (the observation it acted on,
+  whitespace-normalised: identical text is an identical state), ``episode_reward`` (R(τ) of its
+  trajectory, no penalty) and ``step_reward`` (r_t: the episode reward on the last step only, minus
+  the step's own format penalty).
 * Error records (the env failed) carry no steps and give no samples.
 """
 
@@ -49,6 +53,9 @@ class StepSample:
     valid_format: bool = True
     family: str = ""
     step: int = 0
+    anchor: str = ""
+    episode_reward: float = 0.0
+    step_reward: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -84,12 +91,16 @@ def samples_from_records(records: Iterable[EpisodeRecord], tokenizer: Any, env_i
     samples = []
     for record in records:
         reward = scale * float(record.won)  # losses.episode_reward, without importing torch here
-        for step in record.steps:
+        for index, step in enumerate(record.steps):
+            step_penalty = 0.0 if step.valid_format else penalty
+            last = index == len(record.steps) - 1
             samples.append(StepSample(
                 messages=step_messages(step), response_ids=response_ids(step, tokenizer),
                 episode_id=record.episode_id, group_id=record.task["id"],
-                reward=reward - (0.0 if step.valid_format else penalty),
-                valid_format=step.valid_format, family=record.task.get("family", ""), step=step.t))
+                reward=reward - step_penalty,
+                valid_format=step.valid_format, family=record.task.get("family", ""), step=step.t,
+                anchor=" ".join(step.observation.split()), episode_reward=reward,
+                step_reward=(reward if last else 0.0) - step_penalty))
     return samples
 
 

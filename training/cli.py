@@ -1,4 +1,4 @@
-"""``seed-gym train`` and ``seed-gym bench train``."""
+"""``seed-gym train``, ``seed-gym reproduce`` and ``seed-gym bench train``."""
 
 from __future__ import annotations
 
@@ -78,6 +78,26 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
                 console.print(f"[dim]update {row['update']}[/] {_describe(row)}")
             train(cfg, on_row, on_status=status.update)
         console.print(f"metrics: {Path(cfg.out) / 'metrics.jsonl'}; checkpoints: {Path(cfg.out) / 'checkpoints'}")
+
+    @app.command("reproduce")
+    def reproduce_command(
+        preset: str = typer.Option(..., help="A built-in preset (cpu-mini, qwen-gpu) or a preset TOML file."),
+        out: Path = typer.Option(Path("runs/repro"), help="Folder of every stage's run folder and the report."),
+        stage: Optional[str] = typer.Option(None, help="Run this stage alone (its inputs must be done)."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (done / to do) and stop."),
+    ) -> None:
+        """The SEED experiment in miniature: tiny model -> SFT -> hindsight-skill SFT -> every RL arm x seed
+        -> report (OUT/report/report.md). Every stage resumes; finished stages are skipped."""
+        from seed_gym.training.reproduce import PresetError, reproduce
+
+        try:
+            reproduce(preset, out, stage=stage, dry_run=dry_run, echo=lambda line: console.print(line, markup=False, soft_wrap=True),
+                      on_row=lambda row: console.print(f"[dim]update {row['update']}[/] {_describe(row).splitlines()[0]}"))
+        except PresetError as error:
+            console.print(f"[red]{error}[/]")
+            raise typer.Exit(2) from None
+        if not dry_run and stage in (None, "report"):
+            console.print(f"report: {out / 'report' / 'report.md'}")
 
     @bench_app.command("train")
     def bench_train(

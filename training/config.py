@@ -127,9 +127,15 @@ class TrainConfig(BaseModel):
     """β of the OPD gate σ(β·Δ) (null: the algorithm's preset)."""
     pg_coef: Optional[float] = None
     """Weight of the PPO clip term; 0 is pure distillation (null: the preset)."""
+    step_adv_coef: Optional[float] = None
+    """GiGPO's ω, weight of the step-level (anchor-state) advantage (null: the preset; gigpo 1)."""
+    gamma: float = 0.95
+    """GiGPO's discount of step returns."""
+    adv_std: bool = True
+    """GiGPO's F_norm: divide by the group's std ("w/ std") or by 1 ("w/o std")."""
     # -- skills
-    analyzer: Literal["policy", "rule", "openai"] = "policy"
-    """Who labels episodes with skills: the policy, the env's rule analyzer or an OpenAI-compatible server."""
+    analyzer: Literal["policy", "frozen", "rule", "openai"] = "policy"
+    """Who writes skills: the policy, its frozen starting weights, the env's rule or an OpenAI-compatible server."""
     analyzer_url: Optional[str] = None
     """Base URL of the analyzer server (analyzer=openai)."""
     analyzer_model: Optional[str] = None
@@ -137,7 +143,7 @@ class TrainConfig(BaseModel):
     analyzer_max_new_tokens: int = 768
     """Tokens per analyzer response."""
     skill_bank: Optional[str] = None
-    """Skill bank to load (null: the one the env profile declares)."""
+    """Skill bank to load (null: the one the env profile declares); seed-static's offline library."""
     # -- SFT
     sft_data: Literal["expert", "skills"] = "expert"
     """SFT examples: expert demonstrations, or base-policy episodes labelled with hindsight skills."""

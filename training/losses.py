@@ -7,7 +7,7 @@ L response tokens, with ``mask`` [B, L] = 1 on valid response tokens and 0 elsew
 Read top to bottom:
 
 1. rewards      ``episode_reward``, ``step_rewards``        (§3)
-2. advantages   ``group_advantages``                         (§5, GRPO across steps)
+2. advantages   ``group_advantages`` (§5, GRPO across steps), ``gigpo_advantages`` (§11)
 3. aggregation  ``masked_mean``                              (verl "token-mean")
 4. RL terms     ``ppo_clip_loss``, ``k3_kl``                 (§5 L_rl)
 5. distillation ``opd_loss`` (SEED / SDAR / OPSD), ``skill_sd_loss`` (Skill-SD)   (§5, §11)
@@ -30,7 +30,7 @@ from seed_gym.training.algorithms import algorithm
 
 __all__ = [
     "episode_reward", "step_rewards",
-    "group_advantages", "masked_mean", "ppo_clip_loss", "k3_kl", "opd_loss", "skill_sd_loss",
+    "group_advantages", "discounted_returns", "gigpo_advantages", "masked_mean", "ppo_clip_loss", "k3_kl", "opd_loss", "skill_sd_loss",
     "LossConfig", "total_loss",
 ]
 
@@ -114,6 +114,85 @@ def group_advantages(rewards: Tensor | Sequence[float], group_ids: Sequence[Hash
         mu, sigma = stats.mean(), stats.std(unbiased=True)
         advantages[indices] = (rewards[indices] - mu) / (sigma + eps)
     return advantages.float()
+
+
+def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
+    """R_t = Σ_{k≥t} γ^{k−t}·r_k for the step rewards of one trajectory, in step order (§11 GiGPO).
+
+    >>> discounted_returns([0.0, 0.0, 10.0], 0.5)
+    [2.5, 5.0, 10.0]
+    """
+    returns, running = [0.0] * len(rewards), 0.0
+    for t in range(len(rewards) - 1, -1, -1):
+        running = rewards[t] + gamma * running
+        returns[t] = running
+    return returns
+
+
+def _normalise(values: Tensor, members: dict[Hashable, list[int]], use_std: bool, eps: float) -> Tensor:
+    """(v − mean_g)/F_norm within each group g; F_norm = σ_g + eps (unbiased σ) or 1. A group with one
+    member, or equal values, gives 0."""
+    out = torch.zeros_like(values)
+    for indices in members.values():
+        group = values[indices]
+        if group.numel() < 2 or bool(group.min() == group.max()):
+            continue
+        scale = group.std(unbiased=True) + eps if use_std else 1.0
+        out[indices] = (group - group.mean()) / scale
+    return out
+
+
+def gigpo_advantages(episode_rewards: Sequence[float], step_rewards: Sequence[float],
+                     group_ids: Sequence[Hashable], traj_ids: Sequence[Hashable], steps: Sequence[int],
+                     anchors: Sequence[Hashable], *, omega: float = 1.0, gamma: float = 0.95,
+                     use_std: bool = True, eps: float = 1e-6) -> Tensor:
+    """GiGPO advantage per step sample: A = A^E + ω·A^S  (arXiv 2505.10978; §11).
+
+    One entry per step sample i: ``episode_rewards[i]`` is R(τ) of its trajectory, ``step_rewards[i]``
+    the reward r_t of its own step, ``traj_ids[i]`` / ``steps[i]`` say which trajectory and step it is,
+    ``anchors[i]`` the state it acted in (the env observation text; identical text = identical state).
+
+    * A^E (episode level): (R(τ_i) − mean_j R(τ_j)) / F_norm over the trajectories of the task group,
+      each trajectory counted once (unlike ``group_advantages``' cross-step statistics), given to
+      every step of the trajectory.
+    * A^S (step level): R_t = Σ_{k≥t} γ^{k−t} r_k within the trajectory; the anchor group G^S is every
+      step of the same task group whose anchor is identical, across all its trajectories (and within
+      one, when a state recurs); A^S = (R_t − mean_{G^S} R) / F_norm.
+    * F_norm = σ + eps (unbiased σ, "w/ std", ``use_std``) or 1 ("w/o std"). A group of one, or of
+      equal values, gives 0, as the formula's R − mean does for a single member (verl-agent instead
+      uses mean 0 and σ 1 for a singleton step group, i.e. A^S = R_t).
+
+    Returns a float32 tensor [N_samples].
+    """
+    n = len(group_ids)
+    if not (len(episode_rewards) == len(step_rewards) == len(traj_ids) == len(steps) == len(anchors) == n):
+        raise ValueError("need one episode reward, step reward, trajectory id, step and anchor per sample")
+    trajectories: dict[tuple[Hashable, Hashable], list[int]] = {}
+    for i in range(n):
+        trajectories.setdefault((group_ids[i], traj_ids[i]), []).append(i)
+
+    returns = torch.zeros(n, dtype=torch.float64)
+    for indices in trajectories.values():
+        indices = sorted(indices, key=lambda i: steps[i])
+        returns[indices] = torch.tensor(discounted_returns([step_rewards[i] for i in indices], gamma),
+                                        dtype=torch.float64)
+
+    # episode level: one value per trajectory, normalised within its task group
+    keys = list(trajectories)
+    per_traj = torch.tensor([float(episode_rewards[trajectories[k][0]]) for k in keys], dtype=torch.float64)
+    by_task: dict[Hashable, list[int]] = {}
+    for index, (group, _) in enumerate(keys):
+        by_task.setdefault(group, []).append(index)
+    episode_adv = _normalise(per_traj, by_task, use_std, eps)
+    advantages = torch.zeros(n, dtype=torch.float64)
+    for index, key in enumerate(keys):
+        advantages[trajectories[key]] = episode_adv[index]
+
+    # step level: anchor groups of identical states within a task group
+    anchor_groups: dict[Hashable, list[int]] = {}
+    for i in range(n):
+        anchor_groups.setdefault((group_ids[i], anchors[i]), []).append(i)
+    return (advantages + omega * _normalise(returns, anchor_groups, use_std, eps)).float()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,6 +372,8 @@ class LossConfig:
     * ``entropy_coef``: the SDAR actor subtracts 0.001·entropy; whether SEED does is [U], so every
       preset leaves it at 0 (override it to match the SDAR scripts).
     * ``kl_coef``: 0.01; the SDAR Search scripts use 0.001 (override per env).
+    * ``step_adv_coef`` (ω), ``gamma``, ``adv_std``: GiGPO's advantage (:func:`gigpo_advantages`);
+      with ω = 0 the advantage is GRPO's (:func:`group_advantages`).
     """
 
     algo: str = "seed"
@@ -304,6 +385,9 @@ class LossConfig:
     gate_beta: float = 5.0  # β of the gate σ(β·Δ); 0 gives g ≡ 0.5
     skill_sd_coef: float = 0.0  # weight of the Skill-SD k3 term
     entropy_coef: float = 0.0
+    step_adv_coef: float = 0.0  # ω of GiGPO's step-level advantage (0: GRPO's advantage)
+    gamma: float = 0.95  # GiGPO's discount of step returns
+    adv_std: bool = True  # GiGPO's F_norm: σ ("w/ std") or 1 ("w/o std")
 
     @classmethod
     def for_algo(cls, algo: str, **overrides: float | None) -> LossConfig:

@@ -216,6 +216,27 @@ class SkillBank:
         return folder
 
 
+def offline_skill_bank(env_id: str, records: Sequence[Any], skills: Sequence[Any], *,
+                       per_family: int = 3, general: int = 2) -> SkillBank:
+    """A static skill library computed once, offline (the "static offline skills" ablation of SEED's
+    Table 2): the episode skills an analyzer wrote for ``records`` (one per record, None where it
+    failed), the ``per_family`` most frequent per task family and the ``general`` most frequent
+    overall. Ties keep the order in which skills were first written, so the bank is deterministic."""
+    from collections import Counter
+
+    overall: Counter[str] = Counter()
+    by_family: dict[str, Counter[str]] = {}
+    for record, skill in zip(records, skills):
+        text = getattr(skill, "episode_skill", None)
+        if not text:
+            continue
+        overall[text] += 1
+        by_family.setdefault(_normal(str(record.task.get("family", ""))), Counter())[text] += 1
+    families = {family: [text for text, _ in counts.most_common(per_family)]
+                for family, counts in by_family.items() if family}
+    return SkillBank(env_id, [text for text, _ in overall.most_common(general)], families)
+
+
 def _normal(family: str) -> str:
     family = family.strip().lower()
     return family.removeprefix("syn_")

@@ -9,7 +9,12 @@ OPSD apart (their loss is shared; see :mod:`.losses`). Which source an algorithm
   ``[Privileged Skill Information]`` like SDAR's code.
 * ``ground-truth`` (opsd, grpo-opsd): the rule analyzer with the env's answer key writes a true,
   specific skill per trajectory.
-* ``none`` (grpo): no teacher.
+* ``offline-skills`` (seed-static): a library built once offline by an analyzer (``skill_bank``),
+  looked up per task family, inserted after the task line like SEED's skill.
+* ``none`` (grpo, gigpo): no teacher.
+
+``analyzer="frozen"`` (SEED without self-evolution) is the policy analyzer on ``frozen_backend``:
+the starting weights θ_sft, never updated.
 
 A sample whose trajectory got no skill has teacher None: it carries no distillation signal.
 """
@@ -34,7 +39,8 @@ class TeacherSource:
 
     def __init__(self, algo: str, env_id: str, *, policy_backend: Any = None, env: Any = None,
                  analyzer: str = "policy", analyzer_url: str | None = None, analyzer_model: str | None = None,
-                 skill_bank: str | None = None, analyzer_max_new_tokens: int = 768) -> None:
+                 skill_bank: str | None = None, analyzer_max_new_tokens: int = 768,
+                 frozen_backend: Any = None) -> None:
         self.algo = algo
         self.analyzer = None
         self.bank = None
@@ -42,7 +48,12 @@ class TeacherSource:
         #: episode id -> the skill text of its teacher, for the latest update (``save_context``).
         self.last_skills: dict[str, str] = {}
         truth = ground_truth_from_env(env) if env else None
+        self.insert = teacher in ("hindsight", "ground-truth", "offline-skills")  # else prepended (SDAR)
         if teacher == "hindsight":
+            if analyzer == "frozen":
+                if frozen_backend is None:
+                    raise ValueError("analyzer=frozen needs the starting weights' backend (frozen_backend=...)")
+                analyzer, policy_backend = "policy", frozen_backend
             self.analyzer = make_analyzer(analyzer, env_id=env_id, backend=policy_backend, base_url=analyzer_url,
                                           model=analyzer_model, max_new_tokens=analyzer_max_new_tokens,
                                           ground_truth=truth)
@@ -50,6 +61,10 @@ class TeacherSource:
             self.analyzer = make_analyzer("rule", env_id=env_id, ground_truth=truth)
         elif teacher == "skill-bank":
             self.bank = SkillBank.load(skill_bank, env_id) if skill_bank else SkillBank.for_env(env_id)
+        elif teacher == "offline-skills":
+            if not skill_bank:
+                raise ValueError(f"{algo} needs skill_bank: the offline library (training.skills.offline_skill_bank)")
+            self.bank = SkillBank.load(skill_bank, env_id)
 
     def teacher_messages(self, records: Sequence[EpisodeRecord],
                          samples: Sequence[StepSample]) -> tuple[list[Any] | None, dict[str, float]]:
@@ -57,7 +72,10 @@ class TeacherSource:
         if self.bank is not None:
             by_episode = {r.episode_id: self.bank.skills_for(r.task) for r in records}
             self.last_skills = by_episode
-            return [prepend_privileged_messages(s.messages, by_episode[s.episode_id]) for s in samples], {}
+            place = insert_skill_messages if self.insert else prepend_privileged_messages
+            # an offline library without a skill for the task gives no teacher; SDAR's bank always prepends
+            return [place(s.messages, by_episode[s.episode_id]) if by_episode[s.episode_id] or not self.insert
+                    else None for s in samples], {}
         if self.analyzer is None:
             return None, {}
         skills = dict(zip((r.episode_id for r in records), self.analyzer.analyze(records)))

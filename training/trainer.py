@@ -271,7 +271,8 @@ def rollout_stats(records: list[EpisodeRecord], parallel: DataParallel = SINGLE)
 
 
 def loss_config_of(config: TrainConfig) -> LossConfig:
-    overrides = {k: getattr(config, k) for k in ("clip", "kl_coef", "opd_coef", "gate_beta", "pg_coef")
+    overrides = {k: getattr(config, k) for k in ("clip", "kl_coef", "opd_coef", "gate_beta", "pg_coef",
+                                                 "step_adv_coef", "gamma", "adv_std")
                  if getattr(config, k) is not None}
     return LossConfig.for_algo(config.algo, **overrides)
 
@@ -297,12 +298,22 @@ def start_rl(config: TrainConfig, run: TrainRun, parallel: DataParallel, env: An
     teachers = TeacherSource(config.algo, config.env, policy_backend=meter, env=env,
                              analyzer=config.analyzer, analyzer_url=config.analyzer_url,
                              analyzer_model=config.analyzer_model, skill_bank=config.skill_bank,
-                             analyzer_max_new_tokens=config.analyzer_max_new_tokens)
+                             analyzer_max_new_tokens=config.analyzer_max_new_tokens,
+                             frozen_backend=frozen_analyzer_backend(config, device))
     settings = UpdateSettings(micro_batch=config.micro_batch, mini_batches=config.mini_batches,
                               grad_clip=config.grad_clip)
     state = RLRun(config, run, parallel, policy, reference, optimizer, loss_config, settings, teachers,
                   env.task_set().split(config.train_split).task_ids, engine, meter)
     return state, resumed.update
+
+
+def frozen_analyzer_backend(config: TrainConfig, device: Any) -> Any:
+    """SEED without self-evolution: the starting weights θ_sft (``model``, also on resume) write the
+    skills for the whole run; None unless ``analyzer = "frozen"``."""
+    if config.analyzer != "frozen":
+        return None
+    frozen = Policy.load(config.model, dtype=config.dtype, device=device).frozen_copy()
+    return TokenMeter(frozen.backend())
 
 
 def train_rl(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
@@ -455,8 +466,8 @@ def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecor
 
     env = make(config.env, **config.env_args)
     try:
-        analyzer = make_analyzer("rule" if config.analyzer == "policy" else config.analyzer, env_id=config.env,
-                                 base_url=config.analyzer_url, model=config.analyzer_model,
+        kind = "rule" if config.analyzer in ("policy", "frozen") else config.analyzer
+        analyzer = make_analyzer(kind, env_id=config.env, base_url=config.analyzer_url, model=config.analyzer_model,
                                  ground_truth=ground_truth_from_env(env))
         return skill_examples(records, analyzer.analyze(records), policy, analyzer_prompt)
     finally:

@@ -37,7 +37,7 @@ import torch
 from seed_gym.training.batch import StepSample
 from seed_gym.training.costs import PhaseCosts, forward_tokens
 from seed_gym.training.distributed import SINGLE, DataParallel
-from seed_gym.training.losses import LossConfig, group_advantages, total_loss
+from seed_gym.training.losses import LossConfig, gigpo_advantages, group_advantages, total_loss
 from seed_gym.training.policy import Policy
 
 
@@ -78,6 +78,18 @@ def teacher_logprobs(policy: Policy, teacher_messages: Sequence[Any], responses:
     for index, values in zip(rows, scored):
         out[index] = values
     return out
+
+
+def sample_advantages(samples: Sequence[StepSample], loss_config: LossConfig) -> torch.Tensor:
+    """One advantage per step sample: GRPO's (§5), or GiGPO's A^E + ω·A^S when ω (``step_adv_coef``) is set."""
+    if not samples:
+        return torch.zeros(0)
+    groups = [s.group_id for s in samples]
+    if not loss_config.step_adv_coef:
+        return group_advantages([s.reward for s in samples], groups)
+    return gigpo_advantages([s.episode_reward for s in samples], [s.step_reward for s in samples], groups,
+                            [s.episode_id for s in samples], [s.step for s in samples], [s.anchor for s in samples],
+                            omega=loss_config.step_adv_coef, gamma=loss_config.gamma, use_std=loss_config.adv_std)
 
 
 def sampling_gap(samples: Sequence[StepSample], old: Sequence[torch.Tensor]) -> tuple[float, float]:
@@ -121,9 +133,8 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
             teacher = teacher_logprobs(policy, teacher_messages, responses, settings.teacher_extra_tokens, costs)
     has_teacher = torch.tensor([float(teacher is not None and len(teacher[i]) > 0) for i in range(len(samples))])
 
-    # 3. advantages: R normalised over all step samples of the same task
-    advantages = (group_advantages([s.reward for s in samples], [s.group_id for s in samples])
-                  if samples else torch.zeros(0))
+    # 3. advantages: R normalised over all step samples of the same task (GiGPO: plus step level)
+    advantages = sample_advantages(samples, loss_config)
 
     # 4. optimiser steps over shuffled mini-batches of micro-batches
     updating = time.perf_counter()

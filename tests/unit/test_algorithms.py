@@ -41,11 +41,14 @@ def test_an_unknown_algorithm_is_refused_with_the_choices():
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
-def test_the_teacher_source_follows_the_table(name):
+def test_the_teacher_source_follows_the_table(name, tmp_path):
     teacher = ALGORITHMS[name].teacher
     # "hindsight" uses the rule analyzer here so that no model is needed
-    source = TeacherSource(name, "alfworld", analyzer="rule")
-    assert (source.bank is not None) == (teacher == "skill-bank")
+    bank = str(tmp_path / "bank.json") if teacher == "offline-skills" else None  # built offline: a file
+    if bank:
+        (tmp_path / "bank.json").write_text('{"families": {"clean": "Clean it first."}}')
+    source = TeacherSource(name, "alfworld", analyzer="rule", skill_bank=bank)
+    assert (source.bank is not None) == (teacher in ("skill-bank", "offline-skills"))
     assert (source.analyzer is not None) == (teacher in ("hindsight", "ground-truth"))
     if teacher == "ground-truth":
         assert isinstance(source.analyzer, RuleAnalyzer)

@@ -334,7 +334,10 @@ def test_presets_follow_the_brief():
     assert LossConfig.for_algo("grpo-opsd") == LossConfig.for_algo("grpo+opsd")  # alias
     skill_sd = LossConfig.for_algo("skill-sd")
     assert (skill_sd.opd_coef, skill_sd.skill_sd_coef) == (0.0, 0.001)
-    assert set(ALGORITHMS) == {"grpo", "opsd", "grpo-opsd", "sdar", "seed", "skill-sd"}
+    gigpo = LossConfig.for_algo("gigpo")
+    assert (gigpo.opd_coef, gigpo.step_adv_coef, gigpo.gamma, gigpo.adv_std) == (0.0, 1.0, 0.95, True)
+    assert LossConfig.for_algo("seed-static") == dataclasses.replace(seed, algo="seed-static")  # SEED's loss
+    assert set(ALGORITHMS) == {"grpo", "gigpo", "opsd", "grpo-opsd", "sdar", "seed", "skill-sd", "seed-static"}
 
 
 def test_configs_keep_what_defines_the_algorithm():

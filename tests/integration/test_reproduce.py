@@ -1,0 +1,65 @@
+"""`seed-gym reproduce` on the micro preset (tests/reproduce_micro.toml): every stage runs on the toy-pick env
+(tiny model, SFT, hindsight-skill SFT, the offline library, 8 arms x 1 seed x 1 update), the report builds,
+a second run skips every finished stage, a stage can run alone, and a stage killed after its training
+finishes without redoing it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+pytest.importorskip("torch", reason="training needs torch (the [train] extra)")
+
+from learning_env import register_pick_env  # noqa: E402
+
+MICRO = Path(__file__).resolve().parents[1] / "reproduce_micro.toml"
+
+
+def test_the_micro_preset_runs_every_stage_resumes_and_reports(tmp_path):
+    from seed_gym.training.reproduce import MARKER, PresetError, reproduce
+
+    register_pick_env()
+    out, said = tmp_path / "repro", []
+    plan = reproduce(MICRO, out, dry_run=True, echo=said.append)
+    assert [s.name for s in plan][:4] == ["model", "sft/toy-pick", "skill-sft/toy-pick", "offline-skills/toy-pick"]
+    assert len([s for s in plan if s.kind == "rl"]) == 8 and all(line.startswith("[todo]") for line in said)
+    with pytest.raises(PresetError, match="needs sft/toy-pick"):
+        reproduce(MICRO, out, stage="skill-sft/toy-pick", echo=said.append)
+
+    reproduce(MICRO, out, stage="model", echo=said.append)  # one stage alone
+    assert (out / "model" / MARKER).exists() and not (out / "sft").exists()
+    reproduce(MICRO, out, echo=said.append)
+    assert all(stage.done() for stage in plan)
+
+    # the arms start where the preset says, and the ablations got their teacher contexts
+    def config(arm):
+        return json.loads((out / "rl" / "toy-pick" / arm / "seed-0" / "config.json").read_text())["identity"]
+    assert "/skill-sft/" in config("seed")["model"] and "/sft/" in config("seed-no-skill-sft")["model"]
+    assert config("seed-frozen-analyzer")["analyzer"] == "frozen"
+    assert config("seed-static-skills")["skill_bank"].endswith("offline-skills/toy-pick/bank")
+    assert (out / "offline-skills" / "toy-pick" / "bank" / "general.md").read_text().startswith("- Take the")
+    teacher = out / "rl" / "toy-pick" / "seed-static-skills" / "seed-0" / "rollouts" / "update-000001" / "teacher.jsonl"
+    assert "Take the" in teacher.read_text()
+
+    report = json.loads((out / "report" / "report.json").read_text())
+    arms = report["envs"]["toy-pick"]["arms"]
+    assert set(arms) == {"grpo", "gigpo", "grpo-opsd", "sdar", "seed", "seed-no-skill-sft", "seed-frozen-analyzer",
+                         "seed-static-skills"}
+    assert arms["grpo"]["final"]["unseen"]["end"]["episodes"] == 4 and arms["grpo"]["final"]["unseen"]["end_update"] == 1
+    assert [p["update"] for p in arms["gigpo"]["curves"]["unseen"]] == [0, 1]
+    assert any(row["comparison"] == "seed - grpo (end)" for row in report["envs"]["toy-pick"]["comparisons"])
+    markdown = (out / "report" / "report.md").read_text()
+    assert "| seed-static-skills | unseen |" in markdown and "(paper)" in markdown
+
+    # a second run skips everything; a stage killed after training finishes it without redoing updates
+    grpo = out / "rl" / "toy-pick" / "grpo" / "seed-0"
+    rows = (grpo / "metrics.jsonl").read_text()
+    (grpo / MARKER).unlink()
+    said.clear()
+    reproduce(MICRO, out, echo=said.append)
+    assert said.count("[run] rl/toy-pick/grpo/seed-0") == 1 and sum(line.startswith("[run]") for line in said) == 1
+    assert (grpo / "metrics.jsonl").read_text() == rows and (grpo / MARKER).exists()

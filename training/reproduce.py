@@ -1,0 +1,226 @@
+"""``seed-gym reproduce``: the SEED paper's experiment in miniature, as a plan of ordinary run folders.
+
+A preset (TOML: a built-in name from ``training/presets/``, or a path) names the envs, the seeds, the
+arms and the settings of every stage. The plan, per env (``OUT`` is ``--out``):
+
+====================================  ==============================================================
+``model``                             the tiny model (``seed-gym model init``), unless the preset names one
+``sft/<env>``                         behaviour cloning to a weak, non-zero start (``--algo sft``)
+``skill-sft/<env>``                   hindsight-skill SFT from that start (``sft_data = "skills"``)
+``offline-skills/<env>``              the static library of ``seed-static``: the rule analyzer's skills
+                                      on skill-sft's base-policy episodes (:func:`.skills.offline_skill_bank`)
+``rl/<env>/<arm>/seed-<n>``           one RL run per arm and seed, all with the same rollout budget
+                                      (the ``[rl]`` table); each evaluates its start as update 0
+``report``                            Markdown + JSON (:mod:`.reproduce_report`)
+====================================  ==============================================================
+
+Rules:
+
+* Every training stage is an ordinary ``seed-gym train`` run folder: killing and re-running the same
+  command resumes it (the trainer's own resume). A stage that finished has a ``stage.json`` marker
+  and is skipped.
+* ``--stage NAME`` runs that stage alone (the stages it reads must have finished); ``--dry-run``
+  prints the plan and what is done.
+* Settings merge in this order: ``[common]`` < the stage kind's table (``[sft]``, ``[skill_sft]``,
+  ``[rl]``) < ``[env_settings.<env>.<table>]`` (``common``, ``sft``, ...) < the arm's own table. An arm's ``start`` is
+  ``"sft"`` or ``"skill-sft"``; ``skill_bank = "offline"`` means the env's offline library.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from seed_gym.core import SeedGymError
+
+STARTS = ("sft", "skill-sft")
+MARKER = "stage.json"
+
+
+class PresetError(SeedGymError, ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the plan: ``kind`` is model, sft, skill-sft, offline-skills, rl or report."""
+
+    name: str
+    kind: str
+    out: Path
+    env: str = ""
+    config: dict[str, Any] = field(default_factory=dict)   # TrainConfig fields (training stages)
+    needs: tuple[str, ...] = ()
+    arm: str = ""
+    seed: int = 0
+
+    def done(self) -> bool:
+        return (self.out / MARKER).is_file()
+
+
+def builtin_presets() -> list[str]:
+    folder = resources.files("seed_gym.training") / "presets"
+    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load_preset(name_or_path: str | Path) -> dict[str, Any]:
+    """A preset by built-in name or by path; checked for the tables the plan needs."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise PresetError(f"preset file {path} does not exist")
+        text = path.read_text(encoding="utf-8")
+    else:
+        resource = resources.files("seed_gym.training") / "presets" / f"{name_or_path}.toml"
+        if not resource.is_file():
+            raise PresetError(f"unknown preset {name_or_path!r}; built in: {', '.join(builtin_presets())}")
+        text = resource.read_text(encoding="utf-8")
+    try:
+        preset = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise PresetError(f"preset {name_or_path} does not parse: {error}") from None
+    for key in ("envs", "seeds", "arms"):
+        if not preset.get(key):
+            raise PresetError(f"preset {name_or_path} needs a non-empty {key!r}")
+    for arm, settings in preset["arms"].items():
+        if settings.get("start", "sft") not in STARTS:
+            raise PresetError(f"arm {arm!r}: start must be one of {', '.join(STARTS)}")
+        if "algo" not in settings:
+            raise PresetError(f"arm {arm!r} names no algo")
+    return preset
+
+
+def _settings(preset: dict[str, Any], env: str, table: str) -> dict[str, Any]:
+    env_tables = preset.get("env_settings", {}).get(env, {})
+    return {**preset.get("common", {}), **preset.get(table, {}), **env_tables.get("common", {}),
+            **env_tables.get(table, {})}
+
+
+def final_checkpoint(out: Path, config: dict[str, Any]) -> Path:
+    """The last checkpoint a finished training stage wrote."""
+    last = config.get("sft_epochs", 3) if config.get("algo") == "sft" else config.get("updates", 150)
+    return out / "checkpoints" / f"update-{int(last):06d}"
+
+
+def plan(preset: dict[str, Any], out: str | Path) -> list[Stage]:
+    """Every stage of the preset, in the order they run."""
+    out = Path(out)
+    stages: list[Stage] = []
+    model_settings = preset.get("model", {})
+    if model_settings.get("path"):
+        model_dir, model_needs = Path(model_settings["path"]), ()
+    else:
+        model_dir, model_needs = out / "model" / "weights", ("model",)
+        stages.append(Stage("model", "model", out / "model",
+                            config={"size": model_settings.get("size", "tiny"), "seed": model_settings.get("seed", 0)}))
+    for env in preset["envs"]:
+        sft_out = out / "sft" / env
+        sft = {**_settings(preset, env, "sft"), "algo": "sft", "env": env, "model": str(model_dir), "out": str(sft_out)}
+        stages.append(Stage(f"sft/{env}", "sft", sft_out, env, sft, model_needs))
+        sft_start = final_checkpoint(sft_out, sft)
+        skill_out = out / "skill-sft" / env
+        skill = {**_settings(preset, env, "skill_sft"), "algo": "sft", "sft_data": "skills", "env": env,
+                 "model": str(sft_start), "out": str(skill_out)}
+        stages.append(Stage(f"skill-sft/{env}", "skill-sft", skill_out, env, skill, (f"sft/{env}",)))
+        starts = {"sft": sft_start, "skill-sft": final_checkpoint(skill_out, skill)}
+        bank_out = out / "offline-skills" / env
+        stages.append(Stage(f"offline-skills/{env}", "offline-skills", bank_out, env,
+                            {"episodes": str(skill_out / "data" / "base-policy")}, (f"skill-sft/{env}",)))
+        for arm, arm_settings in preset["arms"].items():
+            start = arm_settings.get("start", "sft")
+            own = {k: v for k, v in arm_settings.items() if k != "start"}
+            needs = [f"sft/{env}" if start == "sft" else f"skill-sft/{env}"]
+            if own.get("skill_bank") == "offline":
+                own["skill_bank"] = str(bank_out / "bank")
+                needs.append(f"offline-skills/{env}")
+            for seed in preset["seeds"]:
+                run_out = out / "rl" / env / arm / f"seed-{seed}"
+                config = {**_settings(preset, env, "rl"), **own, "env": env, "seed": seed,
+                          "model": str(starts[start]), "out": str(run_out), "eval_initial": True}
+                stages.append(Stage(f"rl/{env}/{arm}/seed-{seed}", "rl", run_out, env, config, tuple(needs), arm, seed))
+    stages.append(Stage("report", "report", out / "report", needs=tuple(s.name for s in stages if s.kind == "rl")))
+    return stages
+
+
+def describe(stages: list[Stage]) -> list[str]:
+    """One line per stage: done or to do, what it runs, what it needs."""
+    lines = []
+    for stage in stages:
+        what = stage.config.get("algo", stage.kind)
+        start = Path(stage.config.get("model", ""))  # OUT/<stage>/<env>/checkpoints/update-N
+        extra = f" from {start.parents[2].name}/{start.parents[1].name}" if stage.kind in ("rl", "skill-sft") else ""
+        lines.append(f"[{'done' if stage.done() else 'todo'}] {stage.name}: {what}{extra} -> {stage.out}")
+    return lines
+
+
+def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
+              on_row: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """Run one stage (its inputs must be done), then mark it done."""
+    by_name = {s.name: s for s in stages}
+    missing = [name for name in stage.needs if not by_name[name].done()]
+    if missing:
+        raise PresetError(f"stage {stage.name} needs {', '.join(missing)} to finish first")
+    stage.out.mkdir(parents=True, exist_ok=True)
+    if stage.kind == "model":
+        from seed_gym.agents.tiny import build_tiny_model
+
+        build_tiny_model(stage.out / "weights", seed=int(stage.config["seed"]), size=str(stage.config["size"]))
+    elif stage.kind in ("sft", "skill-sft", "rl"):
+        from seed_gym.training.config import build_config
+        from seed_gym.training.trainer import train
+
+        train(build_config(stage.config), on_row=on_row)
+    elif stage.kind == "offline-skills":
+        build_offline_library(stage)
+    elif stage.kind == "report":
+        from seed_gym.training.reproduce_report import write_report
+
+        write_report([s for s in stages if s.kind == "rl"], preset, stage.out)
+    (stage.out / MARKER).write_text(json.dumps({"stage": stage.name, "finished": True, "config": stage.config},
+                                               indent=1, default=str) + "\n")
+
+
+def build_offline_library(stage: Stage) -> None:
+    """The offline skill library of one env: the rule analyzer (with the env's answer key) over the
+    base-policy episodes that hindsight-skill SFT collected, per task family."""
+    from seed_gym.records import RunDir
+    from seed_gym.registry import make
+    from seed_gym.training.analyzer import ground_truth_from_env, make_analyzer
+    from seed_gym.training.skills import offline_skill_bank
+
+    records = list(RunDir(stage.config["episodes"]).finished().values())
+    env = make(stage.env)
+    try:
+        analyzer = make_analyzer("rule", env_id=stage.env, ground_truth=ground_truth_from_env(env))
+        bank = offline_skill_bank(stage.env, records, analyzer.analyze(records))
+    finally:
+        env.close()
+    bank.save(stage.out / "bank")
+
+
+def reproduce(preset_name: str | Path, out: str | Path, *, stage: str | None = None, dry_run: bool = False,
+              echo: Callable[[str], None] = print,
+              on_row: Callable[[dict[str, Any]], None] | None = None) -> list[Stage]:
+    """Run the preset's plan (or one ``stage`` of it); finished stages are skipped. Returns the plan."""
+    preset = load_preset(preset_name)
+    stages = plan(preset, out)
+    if stage is not None and stage not in {s.name for s in stages}:
+        raise PresetError(f"no stage {stage!r}; stages: {', '.join(s.name for s in stages)}")
+    if dry_run:
+        for line in describe(stages):
+            echo(line)
+        return stages
+    for item in stages:
+        if stage is not None and item.name != stage:
+            continue
+        if item.done():
+            echo(f"[done] {item.name}")
+            continue
+        echo(f"[run] {item.name}")
+        run_stage(item, stages, preset, on_row)
+    return stages
