@@ -18,6 +18,9 @@ sync               loading the new weights into the rollout        ``sync/bytes`
 eval               periodic evaluation after the update            ``tokens/eval``: generated
 =================  ==============================================  ===============================
 
+``old_logprobs`` stays 0 when the batch gets one optimizer step (``mini_batches`` 1, no dropout):
+θ_old's log-probs are then the update's own forward (:mod:`.update`), counted in ``update``.
+
 Under ``torchrun`` the figures are rank 0's (its share of the rollouts and of the batch).
 
 An update's wall time is its row's ``seconds`` (rollouts through the weight sync) plus
