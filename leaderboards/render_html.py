@@ -3,8 +3,8 @@
 Layout: title and legend; per env a section with the seen-vs-unseen table, then per board the parts
 of :data:`BOARD_PARTS` (its key, a flag naming what differs when other boards of the same split
 exist, the ranked table with the paired test against the best row, a success chart, the per-family
-table, the model agents' usage, run metadata); then the env's :data:`ENV_PARTS` (learning curves, the
-reported rows in their own, visibly different tables, folded by default). A part is a function of a
+table, the model agents' usage, run metadata); then the env's :data:`ENV_PARTS` (learning curves, the training runs'
+per-phase costs, the reported rows in their own, visibly different tables, folded by default). A part is a function of a
 board (or an env report) returning HTML, "" to show nothing, so new parts plug in by being added to
 those tuples. Measured number cells carry ``data-run``, ``data-metric`` and ``data-value`` (the raw
 fraction) so the page can be checked against ``summary.json``. Everything fits a 1,280 px window:
@@ -22,6 +22,7 @@ from seed_gym.leaderboards.report import EnvReport, Report
 from seed_gym.leaderboards.svg import Bar, bar_chart, line_chart
 from seed_gym.leaderboards.tables import Cell, Table, board_table, family_table, generalization_table, \
     metadata_table, reported_tables, usage_table
+from seed_gym.leaderboards.training_costs import cost_table
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2937;margin:0;background:#f8fafc}
@@ -140,6 +141,12 @@ def _curves_html(env: EnvReport) -> str:
     return f"<h3>Learning curves</h3>{charts}"
 
 
+def _costs_html(env: EnvReport) -> str:
+    if not env.costs:
+        return ""
+    return "<h3>Training cost per phase</h3>" + "".join(table_html(cost_table(cost)) for cost in env.costs)
+
+
 def _reported_html(env: EnvReport) -> str:
     if not env.reported:
         return ""
@@ -151,7 +158,7 @@ def _reported_html(env: EnvReport) -> str:
 
 
 #: What each env section shows after its boards; each part maps an env report to HTML.
-ENV_PARTS: tuple[Callable[[EnvReport], str], ...] = (_curves_html, _reported_html)
+ENV_PARTS: tuple[Callable[[EnvReport], str], ...] = (_curves_html, _costs_html, _reported_html)
 
 
 def _env_html(env: EnvReport) -> str:

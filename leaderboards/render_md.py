@@ -1,7 +1,8 @@
 """The Markdown report (``README.md``): the same tables as the HTML page, without charts.
 
 Rules: one ``##`` heading per env, ``###`` per board; a mismatch flag is a blockquote; reported rows
-sit under their own heading, each row starting with ``reported``; pipes in cells are escaped.
+sit under their own heading, each row starting with ``reported``; training runs' per-phase costs follow
+the learning curves; pipes in cells are escaped.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from seed_gym.leaderboards.boards import Board
 from seed_gym.leaderboards.report import EnvReport, Report
 from seed_gym.leaderboards.tables import Cell, Table, board_table, family_table, generalization_table, \
     metadata_table, reported_tables, usage_table
+from seed_gym.leaderboards.training_costs import cost_table
 
 
 def _text(cell: Cell) -> str:
@@ -53,6 +55,8 @@ def _env_markdown(env: EnvReport) -> list[str]:
             for split, points in curve.series().items():
                 trail = ", ".join(f"{x:g}: {fmt.pct(y)}" for x, y in points)
                 parts.append(f"- **{curve.label}** / {split} (update: success %): {trail}")
+    if env.costs:
+        parts += ["### Training cost per phase", *[table_markdown(cost_table(cost)) for cost in env.costs]]
     if env.reported:
         parts += ["### Reported in papers (not measured here)",
                   "Copied from the sources named in each row; percentages as printed.",

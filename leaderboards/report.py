@@ -1,8 +1,8 @@
 """The report: inputs -> validated runs -> boards -> (HTML, Markdown, JSON) files.
 
 ``build_report(paths)`` loads and validates every input (raising one error that lists all broken
-submissions), groups the runs into boards and attaches the reported rows and learning curves of each
-env. ``write_report(report, out)`` writes ``index.html``, ``README.md`` and ``leaderboard.json``
+submissions), groups the runs into boards and attaches the reported rows, learning curves and training
+runs' per-phase costs (:mod:`seed_gym.leaderboards.training_costs`) of each env. ``write_report(report, out)`` writes ``index.html``, ``README.md`` and ``leaderboard.json``
 (the measured numbers, for scripts) into ``out``, and with ``views`` one episode page per run
 (``runs/NNN-<agent>.html``, :mod:`seed_gym.leaderboards.episodes_view`) that the rows link to.
 Renderers only read the :class:`Report`.
@@ -20,6 +20,7 @@ from typing import Any
 from seed_gym.leaderboards.boards import EnvSection, build_boards
 from seed_gym.leaderboards.reference import ReferenceRow, reference_rows
 from seed_gym.leaderboards.runs import CurvePoint, LoadedRun, load_inputs
+from seed_gym.leaderboards.training_costs import TrainingCost, env_training_costs
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class EnvReport:
     section: EnvSection
     reported: list[ReferenceRow] = field(default_factory=list)
     curves: list[Curve] = field(default_factory=list)
+    costs: list[TrainingCost] = field(default_factory=list)
 
     @property
     def env(self) -> str:
@@ -62,7 +64,8 @@ def build_report(paths: Sequence[Path], *, title: str = "seed-gym leaderboard",
                  with_reference: bool = True, with_views: bool = True) -> Report:
     runs = load_inputs(paths)
     envs = [EnvReport(section, reference_rows(section.env) if with_reference else [],
-                      _curves(section.env, runs)) for section in build_boards(runs)]
+                      _curves(section.env, runs), env_training_costs(section.env, runs))
+            for section in build_boards(runs)]
     views = {run.path: view_name(index, run) for index, run in enumerate(runs, 1)} if with_views else {}
     for env in envs:
         for board in env.section.boards:
@@ -106,7 +109,10 @@ def report_data(report: Report) -> dict[str, Any]:
                           "model_usage": None if row.usage is None else asdict(row.usage)}
                          for row in board.rows],
             })
-    return {"title": report.title, "generated": report.generated, "boards": boards}
+    costs = [{"env": env.env, "label": cost.label, "run": str(cost.run), "updates": cost.updates,
+              "rollout_backends": list(cost.rollout_backends), "phases": [asdict(p) for p in cost.phases]}
+             for env in report.envs for cost in env.costs]
+    return {"title": report.title, "generated": report.generated, "boards": boards, "training_costs": costs}
 
 
 def write_report(report: Report, out: Path) -> list[Path]:

@@ -83,6 +83,7 @@ class LoadedRun:
     records: list[EpisodeRecord]
     submission: Submission
     curve: list[CurvePoint] = field(default_factory=list)
+    training_dir: Path | None = None  # the ``seed-gym train`` run folder this evaluation belongs to
 
     @property
     def label(self) -> str:
@@ -302,17 +303,25 @@ def is_training_run(path: Path) -> bool:
     return (path / "config.json").is_file() and (path / "evals").is_dir()
 
 
-def training_curve(path: Path) -> list[CurvePoint]:
-    """The evaluation rows of a training run's ``metrics.jsonl`` (those with a ``split``)."""
-    points = []
+def metrics_rows(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a training run's ``metrics.jsonl`` (none without one); a line torn by a
+    kill is skipped."""
+    rows = []
     for line in (path / METRICS_FILE).read_text(encoding="utf-8").splitlines() if (path / METRICS_FILE).exists() else []:
         try:
             item = json.loads(line)
         except json.JSONDecodeError:
-            continue  # a line torn by a kill
-        if isinstance(item, dict) and "split" in item and not _curve_point_problems(item):
-            points.append(CurvePoint(item["update"], item["split"],
-                                     {k: float(v) for k, v in item.items() if k not in ("update", "split") and _is_number(v)}))
+            continue
+        if isinstance(item, dict):
+            rows.append(item)
+    return rows
+
+
+def training_curve(path: Path) -> list[CurvePoint]:
+    """The evaluation rows of a training run's ``metrics.jsonl`` (those with a ``split``)."""
+    points = [CurvePoint(item["update"], item["split"],
+                         {k: float(v) for k, v in item.items() if k not in ("update", "split") and _is_number(v)})
+              for item in metrics_rows(path) if "split" in item and not _curve_point_problems(item)]
     return sorted(points, key=lambda p: (p.split, p.update))
 
 
@@ -331,7 +340,7 @@ def load_training_folder(path: Path) -> list[LoadedRun]:
     runs = _load_all(find_run_dirs(latest), submission, [])
     curve = training_curve(path)
     for run in runs:
-        run.curve = curve
+        run.curve, run.training_dir = curve, path
     return runs
 
 

@@ -32,9 +32,10 @@ runner's median update time instead, which one slow spell cannot swing.
   the prompt rows comes just before it and is not counted); tokens are counted from the
   ``completion_ids`` the reward function gets.
 
-Known differences in work done, reported in ``result["work"]``: seed-gym scores the sampled tokens
-as θ_old inside ``rl_update`` (as verl does); TRL with one iteration per generation takes θ_old
-from the detached current log-probs instead.
+Work done, reported in ``result["work"]``: with one optimizer step per batch both take θ_old from
+the update's own forward (detached); seed-gym runs each distinct prompt once for the group that
+shares it (:func:`~seed_gym.agents.backends.scoring.shared_prompt_logprobs`), TRL runs every
+prompt + completion row in full.
 
 Rollout engines (``rollout``): ``hf`` generates with transformers on the training weights on both
 sides; ``vllm`` with a colocated vLLM engine on both sides (seed-gym: :mod:`.weight_sync`'s
@@ -352,8 +353,8 @@ def compare_with_trl(model: Path, *, prompts: int = 8, group: int = 8, max_new_t
         "settings": {**settings(folder, env, split, prompts, group, max_new_tokens, steps, lr, beta, seed),
                      "rollout": rollout,
                      "order": "alternating: seed-gym warm-up, TRL warm-up, then seed-gym k, TRL k for k = 1..steps"},
-        "work": {SEED_GYM: "generate; θ_old log-probs; "
-                           "reference log-probs; forward+backward; AdamW step" + ("; weight sync" if rollout != "hf" else ""),
+        "work": {SEED_GYM: "generate; reference log-probs; forward+backward (θ_old = detached current; each "
+                           "distinct prompt once per pass); AdamW step" + ("; weight sync" if rollout != "hf" else ""),
                  TRL: "generate; reference log-probs; forward+backward (θ_old = detached current); AdamW step"
                       + ("; weight push" if rollout != "hf" else "")},
         "versions": {**versions(), "trl": trl.__version__},

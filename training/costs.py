@@ -18,10 +18,17 @@ sync               loading the new weights into the rollout        ``sync/bytes`
 eval               periodic evaluation after the update            ``tokens/eval``: generated
 =================  ==============================================  ===============================
 
+``old_logprobs`` stays 0 when the batch gets one optimizer step (``mini_batches`` 1, no dropout):
+θ_old's log-probs are then the update's own forward (:mod:`.update`), counted in ``update``.
+
 Under ``torchrun`` the figures are rank 0's (its share of the rollouts and of the batch).
 
+An update's wall time is its row's ``seconds`` (rollouts through the weight sync) plus
+``time/eval_s``; what no phase covers (building samples, writing the checkpoint) is ``other``.
+
 ``python -m seed_gym.training.costs RUN [RUN ...]`` prints the per-phase table of training runs
-(mean per update over their ``metrics.jsonl``).
+(mean per update over their ``metrics.jsonl``); ``seed-gym leaderboard build`` shows the same table
+for every training run it is given.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from typing import Any
 
 PHASES = ("env", "generate", "analyzer", "old_logprobs", "ref_logprobs", "teacher_logprobs", "update", "sync",
           "eval")
+#: The wall time of an update that no phase covers (:func:`phase_table`).
+OTHER = "other"
 #: What each phase counts besides seconds (module table).
 COUNTS = {"env": "env/steps", "sync": "sync/bytes", **{p: f"tokens/{p}" for p in PHASES if p not in ("env", "sync")}}
 
@@ -108,16 +117,30 @@ class TokenMeter:
         return getattr(self.inner, name)
 
 
+def count_unit(phase: str) -> str:
+    """What a phase's count counts: ``steps``, ``bytes`` or ``tokens`` (nothing for ``other``)."""
+    return {"env": "steps", "sync": "bytes", OTHER: ""}.get(phase, "tokens")
+
+
+def update_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The RL update rows of a ``metrics.jsonl`` (not evaluations, not SFT epochs)."""
+    return [row for row in rows if "split" not in row and "time/env_s" in row]
+
+
 def phase_table(rows: Sequence[dict[str, Any]]) -> list[tuple[str, float, float, float]]:
-    """(phase, mean seconds per update, share of the phases' time, mean count per update) over the
-    update rows of a ``metrics.jsonl``."""
-    updates = [row for row in rows if "split" not in row and "time/env_s" in row]
+    """(phase, mean seconds per update, share of the update's wall time, mean count per update) over
+    the update rows of a ``metrics.jsonl``, then ``other`` (wall time no phase covers) when the rows
+    carry their wall time; without it the shares are of the phases' summed time."""
+    updates = update_rows(rows)
     if not updates:
         return []
     seconds = {p: sum(row.get(f"time/{p}_s", 0.0) for row in updates) / len(updates) for p in PHASES}
+    counts = {p: sum(row.get(COUNTS[p], 0.0) for row in updates) / len(updates) for p in PHASES}
+    if all("seconds" in row for row in updates):
+        wall = sum(row["seconds"] + row.get("time/eval_s", 0.0) for row in updates) / len(updates)
+        seconds[OTHER], counts[OTHER] = max(0.0, wall - sum(seconds.values())), 0.0
     total = sum(seconds.values()) or 1.0
-    return [(p, seconds[p], seconds[p] / total, sum(row.get(COUNTS[p], 0.0) for row in updates) / len(updates))
-            for p in PHASES]
+    return [(p, seconds[p], seconds[p] / total, counts[p]) for p in seconds]
 
 
 def main(argv: Sequence[str]) -> None:
@@ -127,13 +150,13 @@ def main(argv: Sequence[str]) -> None:
     for run in argv:
         rows = [json.loads(line) for line in (Path(run) / "metrics.jsonl").read_text().splitlines() if line.strip()]
         table = phase_table(rows)
-        updates = [row for row in rows if "split" not in row]
+        updates = update_rows(rows)
         engines = sorted({str(row.get("rollout_backend", "hf")) for row in updates})
         print(f"{run}: {len(updates)} updates, rollout backend {', '.join(engines) or '?'}")
         print(f"  {'phase':<17}{'s/update':>10}{'share':>8}{'count/update':>16}")
         for phase, secs, share, count in table:
-            unit = {"env": "steps", "sync": "bytes"}.get(phase, "tokens")
-            print(f"  {phase:<17}{secs:>10.2f}{100 * share:>7.1f}%{count:>10.0f} {unit}")
+            counted = f"{count:>10.0f} {count_unit(phase)}" if count_unit(phase) else ""
+            print(f"  {phase:<17}{secs:>10.2f}{100 * share:>7.1f}%{counted}")
 
 
 if __name__ == "__main__":

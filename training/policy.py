@@ -3,7 +3,8 @@
 * ``backend()`` — an :class:`~seed_gym.agents.backends.hf.HFBackend` sharing these weights, so
   rollouts and the self-evolving analyzer always use the current parameters.
 * ``logprobs(...)`` — teacher-forced log-probs of response tokens (differentiable or not), the
-  single computation behind student, old-policy, reference and teacher log-probs.
+  single computation behind student, old-policy, reference and teacher log-probs; rows that share a
+  prompt (a GRPO group's first steps) run it once (:func:`~seed_gym.agents.backends.scoring.shared_prompt_logprobs`).
 * ``save(dir)`` — ``save_pretrained`` of model and tokenizer: a checkpoint is a model folder any
   agent (``hf:DIR``, ``vllm:DIR``, ``seed-gym serve policy --model DIR``) loads directly.
 * ``full_state_dict()`` — every weight, whole, in checkpoint names: what a rollout engine loads and
@@ -21,7 +22,8 @@ from typing import Any
 
 from seed_gym.agents.backends.base import prompt_ids
 from seed_gym.agents.backends.hf import HFBackend, import_torch_transformers, load_tokenizer, pick_device, pick_dtype
-from seed_gym.agents.backends.scoring import chunk_rows, forward_logprobs, pack_left
+from seed_gym.agents.backends.scoring import chunk_rows, forward_logprobs, pack_left, prompt_owners, \
+    shared_prompt_logprobs, shares_prompts
 from seed_gym.agents.checkpoints import resolve_model_dir
 
 
@@ -71,8 +73,11 @@ class Policy:
                  grad: bool) -> tuple[Any, Any]:
         """``[B, L]`` log-probs of each response (right-aligned) and the matching mask."""
         torch, _ = import_torch_transformers()
-        batch = pack_left(prompt_ids, response_ids, self.tokenizer.pad_token_id, self.device)
+        pad = self.tokenizer.pad_token_id
         with torch.set_grad_enabled(grad):
+            if shares_prompts(prompt_ids) and not self.sharded:  # sharded: every rank must run as many passes
+                return shared_prompt_logprobs(self.model, prompt_ids, response_ids, pad, self.device)
+            batch = pack_left(prompt_ids, response_ids, pad, self.device)
             return forward_logprobs(self.model, batch), batch.continuation_mask
 
     def logprobs_chunked(self, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]],
@@ -82,7 +87,7 @@ class Policy:
         torch, _ = import_torch_transformers()
         out: list[Any] = [None] * len(prompt_ids)
         lengths = [len(p) + len(r) for p, r in zip(prompt_ids, response_ids)]
-        groups = chunk_rows(lengths, chunk_tokens) if prompt_ids else []
+        groups = chunk_rows(lengths, chunk_tokens, prompt_owners(prompt_ids)) if prompt_ids else []
         with torch.no_grad():
             for group in groups:
                 values, _ = self.logprobs([prompt_ids[i] for i in group], [response_ids[i] for i in group], grad=False)

@@ -6,7 +6,10 @@ prompt of its teacher (or None), :func:`rl_update`:
 1. tokenises every student prompt and its teacher prompt; response tokens are the *identical*
    sampled tokens for both (seed-method.md §6);
 2. computes, once and without gradients, the log-probs of θ_old (the weights that sampled), of the
-   frozen reference (for the k3 KL) and of the teacher (θ_old with the skill in the prompt);
+   frozen reference (for the k3 KL) and of the teacher (θ_old with the skill in the prompt). When
+   the batch gets one optimiser step (``mini_batches`` 1) and the model has no dropout, θ_old is
+   the weights of that step's forward passes, so its log-probs are those passes' own, detached
+   (as TRL does with one iteration per generation), and no separate pass runs;
 3. computes group-normalised advantages over all step samples of each task (§5);
 4. takes ``mini_batches`` optimiser steps; each accumulates micro-batches whose losses are
    weighted by their share of the mini-batch's response tokens, so the mini-batch loss is the
@@ -34,6 +37,7 @@ from typing import Any
 
 import torch
 
+from seed_gym.agents.backends.scoring import prompt_owners
 from seed_gym.training.batch import StepSample
 from seed_gym.training.costs import PhaseCosts, forward_tokens
 from seed_gym.training.distributed import SINGLE, DataParallel
@@ -92,6 +96,16 @@ def sample_advantages(samples: Sequence[StepSample], loss_config: LossConfig) ->
                             omega=loss_config.step_adv_coef, gamma=loss_config.gamma, use_std=loss_config.adv_std)
 
 
+def has_dropout(model: torch.nn.Module) -> bool:
+    """Whether a training-mode forward is random: a dropout module or a config dropout above 0
+    (transformers' attention applies ``attention_dropout`` functionally, without a module)."""
+    config = getattr(model, "config", None)
+    rates = [value for key, value in (vars(config) if config is not None else {}).items()
+             if ("dropout" in key or "pdrop" in key) and isinstance(value, (int, float)) and not isinstance(value, bool)]
+    return any(rate > 0 for rate in rates) or any(
+        isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0 for module in model.modules())
+
+
 def sampling_gap(samples: Sequence[StepSample], old: Sequence[torch.Tensor]) -> tuple[float, float]:
     """(sum of |engine - θ_old| log-prob over tokens, tokens) for samples whose rollout engine kept
     its log-probs of exactly these tokens."""
@@ -116,11 +130,14 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
     responses = [s.response_ids for s in samples]
     fed = forward_tokens(prompts, responses)
 
-    # 2. fixed log-probs (no gradient): θ_old, reference, teacher
+    # 2. fixed log-probs (no gradient): θ_old (unless the update's own forward gives them), reference, teacher
     policy.model.eval()
-    with costs.phase("old_logprobs"):
-        old = policy.logprobs_chunked(prompts, responses)
-    costs.add("old_logprobs", count=fed)
+    old_from_update = settings.mini_batches == 1 and not has_dropout(policy.model)
+    old: list[torch.Tensor] = [torch.zeros(0) for _ in samples]
+    if not old_from_update:
+        with costs.phase("old_logprobs"):
+            old = policy.logprobs_chunked(prompts, responses)
+        costs.add("old_logprobs", count=fed)
     ref = None
     if reference is not None and loss_config.kl_coef:
         with costs.phase("ref_logprobs"):
@@ -140,12 +157,14 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
     updating = time.perf_counter()
     policy.model.train()
     order = torch.randperm(len(samples), generator=torch.Generator().manual_seed(seed)).tolist()
+    owners = prompt_owners(prompts)
     per_mini = max(1, -(-len(order) // settings.mini_batches))
     totals: dict[str, float] = {}
     grad_norms: list[float] = []
     tokens_seen = 0.0
     for number in range(settings.mini_batches):  # every rank takes the same number of steps
         mini = order[number * per_mini:(number + 1) * per_mini]
+        mini.sort(key=lambda i: owners[i])  # a prompt's rows share micro-batches: its pass runs once
         # token-mean over the mini-batch of *all* ranks: weights use the global token count
         mini_tokens = parallel.sum(float(sum(len(responses[i]) for i in mini))) or 1.0
         optimizer.zero_grad(set_to_none=True)
@@ -156,6 +175,9 @@ def rl_update(policy: Policy, reference: Policy | None, samples: Sequence[StepSa
             idx = mini[m_start:m_start + settings.micro_batch]
             logprobs, mask = policy.logprobs([prompts[i] for i in idx], [responses[i] for i in idx], grad=True)
             width, device = logprobs.shape[1], logprobs.device
+            if old_from_update:
+                for row, i in enumerate(idx):
+                    old[i] = logprobs[row, width - len(responses[i]):].detach().cpu()
             loss, stats = total_loss(
                 logprobs, right_align([old[i] for i in idx], width).to(device), advantages[idx].to(device), mask,
                 loss_config,

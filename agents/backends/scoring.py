@@ -6,6 +6,11 @@ last position. Continuation tokens of row i then sit in the last ``len_i`` colum
 ``[B, L_max]`` block, and one forward with ``logits_to_keep = L_max + 1`` yields exactly the logits
 that predict them. Position ids are computed from the attention mask, so padding never shifts a
 row's positions and a row scores the same alone or in any batch (up to float rounding).
+
+Shared prompts (a GRPO group's completions of one prompt): :func:`shared_prompt_logprobs` runs each
+distinct prompt once, with its KV cache indexed out to the rows that share it (differentiably: the
+gradient of every row flows back into the one prompt pass), and returns exactly what
+``forward_logprobs(model, pack_left(...))`` does, in the same layout, for a fraction of the work.
 """
 
 from __future__ import annotations
@@ -53,21 +58,67 @@ def pack_left(prompt_ids: Sequence[Sequence[int]], continuation_ids: Sequence[Se
 
 def forward_logprobs(model: Any, batch: PackedBatch) -> Any:
     """``[B, L_max]`` log-probs of the continuation tokens (zero where masked); differentiable."""
-    import torch
-
     cont_width = batch.continuation_ids.shape[1]
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                    position_ids=batch.position_ids, logits_to_keep=cont_width + 1, use_cache=False).logits
+    return _picked_logprobs(logits, batch)
+
+
+def _picked_logprobs(logits: Any, batch: PackedBatch) -> Any:
+    import torch
+
     logits = logits[:, :-1, :].float()  # the logit at position p predicts token p + 1
     picked = torch.gather(logits, -1, batch.continuation_ids.unsqueeze(-1)).squeeze(-1)
     logprobs = picked - torch.logsumexp(logits, dim=-1)
     return logprobs * batch.continuation_mask
 
 
-def chunk_rows(lengths: Sequence[int], chunk_tokens: int) -> list[list[int]]:
+def prompt_owners(prompt_ids: Sequence[Sequence[int]]) -> list[int]:
+    """Per row, the index of its prompt among the distinct prompts, in order of first appearance."""
+    seen: dict[tuple[int, ...], int] = {}
+    return [seen.setdefault(tuple(p), len(seen)) for p in prompt_ids]
+
+
+def shares_prompts(prompt_ids: Sequence[Sequence[int]]) -> bool:
+    """Whether :func:`shared_prompt_logprobs` saves work here: some prompt repeats, and every prompt
+    has a token before its last (the last leads its rows' continuations)."""
+    return len(set(prompt_owners(prompt_ids))) < len(prompt_ids) and all(len(p) >= 2 for p in prompt_ids)
+
+
+def shared_prompt_logprobs(model: Any, prompt_ids: Sequence[Sequence[int]],
+                           continuation_ids: Sequence[Sequence[int]], pad_id: int,
+                           device: Any = "cpu") -> tuple[Any, Any]:
+    """What ``forward_logprobs(model, pack_left(prompt_ids, continuation_ids, ...))`` returns, with
+    that batch's ``continuation_mask``, computing each distinct prompt once (module rules).
+
+    Each distinct prompt but its last token runs in one left-padded batch that keeps its KV cache;
+    the cache is indexed out to every row of that prompt; then each row's last prompt token and
+    continuation run against it, left-padded as :func:`pack_left` lays them out, so the
+    continuation columns come out right-aligned as there. Needs every prompt >= 2 tokens."""
+    import torch
+
+    if any(len(p) < 2 for p in prompt_ids):
+        raise ValueError("shared_prompt_logprobs needs prompts of at least 2 tokens")
+    owners = prompt_owners(prompt_ids)
+    distinct = {owner: list(prompt_ids[row][:-1]) for row, owner in enumerate(owners)}
+    prefix = pack_left([distinct[i] for i in range(len(distinct))], [[] for _ in distinct], pad_id, device)
+    cache = model(input_ids=prefix.input_ids, attention_mask=prefix.attention_mask,
+                  position_ids=prefix.position_ids, logits_to_keep=1, use_cache=True).past_key_values
+    index = torch.tensor(owners, device=device)
+    cache.batch_select_indices(index)  # differentiable indexing: every row's gradient reaches its prompt pass
+    rows = pack_left([[p[-1]] for p in prompt_ids], continuation_ids, pad_id, device)
+    mask = torch.cat([prefix.attention_mask[index], rows.attention_mask], dim=1)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, prefix.input_ids.shape[1]:]
+    logits = model(input_ids=rows.input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                   logits_to_keep=rows.continuation_ids.shape[1] + 1, use_cache=True).logits
+    return _picked_logprobs(logits, rows), rows.continuation_mask
+
+
+def chunk_rows(lengths: Sequence[int], chunk_tokens: int, owners: Sequence[int] | None = None) -> list[list[int]]:
     """Row indices grouped so that rows x longest row stays within ``chunk_tokens`` per group
-    (a single row longer than the budget gets a group of its own); similar lengths go together."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    (a single row longer than the budget gets a group of its own); similar lengths go together,
+    and with ``owners`` (:func:`prompt_owners`) rows of one prompt go together first."""
+    order = sorted(range(len(lengths)), key=lambda i: (owners[i] if owners else 0, lengths[i]))
     groups: list[list[int]] = []
     current: list[int] = []
     for index in order:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -186,6 +187,13 @@ def test_a_training_run_adds_its_latest_evaluation_and_learning_curve(trained: P
     html = (report_dir / "index.html").read_text()
     assert "Learning curves" in html and "validation success % by update" in html
     assert html.count("<polyline") >= 2  # one line per evaluated split
+    costs = html[html.index("Training cost per phase"):]  # from the update rows of its metrics.jsonl
+    assert "mean over 2 updates" in costs and "rollouts: hf" in costs
+    assert float(re.search(r'data-metric="time/generate_s" data-value="([^"]+)"', costs).group(1)) > 0
+    [data] = json.loads((report_dir / "leaderboard.json").read_text())["training_costs"]
+    phases = {p["phase"]: p for p in data["phases"]}
+    assert phases["generate"]["count"] > 0 and phases["update"]["count"] > 0  # tokens
+    assert sum(p["share"] for p in data["phases"]) == pytest.approx(1.0)
 
 
 def test_page_renders_in_headless_chromium(report_dir: Path, tmp_path: Path) -> None:

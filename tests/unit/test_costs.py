@@ -84,3 +84,16 @@ def test_the_phase_table_averages_update_rows_and_ignores_evaluation_rows():
     assert table["generate"] == (2.0, pytest.approx(0.8), 200.0)
     assert table["update"] == (0.5, pytest.approx(0.2), 25.0)
     assert phase_table([{"update": 1, "split": "test"}]) == []
+
+
+def test_shares_are_of_the_updates_wall_time_and_other_is_what_no_phase_covers():
+    from seed_gym.training.costs import OTHER, phase_table
+
+    costs = PhaseCosts()
+    costs.add("generate", 3.0, 100)
+    costs.add("eval", 1.0, 10)
+    # the row's seconds run from the rollouts through the sync; its evaluation comes after
+    table = {phase: (seconds, share) for phase, seconds, share, _ in phase_table([{"update": 1, "seconds": 4.0,
+                                                                                 **costs.row()}])}
+    assert table["generate"] == (3.0, pytest.approx(0.6)) and table["eval"] == (1.0, pytest.approx(0.2))
+    assert table[OTHER] == (1.0, pytest.approx(0.2))

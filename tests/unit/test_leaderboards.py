@@ -352,3 +352,60 @@ def test_papers_rows_are_folded_and_a_one_point_curve_is_a_labelled_marker(tmp_p
     curve = html[html.index("Learning curves"):html.index('<details class="reported-papers">')]
     assert "<polyline" not in curve and 'r="5"' in curve and "25.0%" in curve and "one evaluation so far" in curve
     assert '<figcaption>Team X: validation success % by update</figcaption>' in curve
+
+
+def make_training_run(folder: Path, rows: list[dict]) -> Path:
+    """A ``seed-gym train`` folder: its config, one evaluation on the test split and ``rows`` as
+    metrics.jsonl (plus a line torn by a kill)."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"config": {"algo": "grpo", "model": "/models/tiny"}}))
+    make_run(folder / "evals" / "update-000002" / "test" / "hf", tasks("10"), agent="hf:/models/tiny", split="test",
+             env="webshop")
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows) + '{"update": 3, "ti')
+    return folder
+
+
+def update_row(number: int, seconds: float, **phases: tuple[float, float]) -> dict:
+    """An update row as the trainer logs it: ``phases`` maps a phase to (seconds, count)."""
+    from seed_gym.training.costs import PhaseCosts
+
+    costs = PhaseCosts()
+    for phase, (spent, count) in phases.items():
+        costs.add(phase, spent, count)
+    return {"update": number, "rollout_backend": "vllm", "seconds": seconds, **costs.row()}
+
+
+def test_a_training_run_shows_each_phases_seconds_share_and_count_per_update(tmp_path: Path) -> None:
+    # update 1: 4.5 s in phases of a 5 s update; update 2: 3.5 s + a 1 s evaluation of a 4 s update (+ eval)
+    rows = [update_row(1, 5.0, env=(1.0, 10), generate=(3.0, 100), update=(0.5, 400)),
+            {"update": 1, "split": "test", "success_rate": 0.5},
+            update_row(2, 4.0, env=(1.0, 20), generate=(1.0, 300), update=(1.5, 600), eval=(1.0, 40))]
+    run = make_training_run(tmp_path / "grpo", rows)
+    report = build_report([run], with_reference=False)
+    [cost] = report.envs[0].costs
+    assert (cost.label, cost.updates, cost.rollout_backends) == ("grpo tiny (update-000002)", 2, ("vllm",))
+    phases = {p.phase: (p.seconds, round(p.share, 6), p.count) for p in cost.phases}
+    # means: env 1, generate 2, update 1, eval 0.5 of a 5 s wall time; 0.5 s no phase covers
+    assert phases["env"] == (1.0, 0.2, 15.0) and phases["generate"] == (2.0, 0.4, 200.0)
+    assert phases["update"] == (1.0, 0.2, 500.0) and phases["eval"] == (0.5, 0.1, 20.0)
+    assert phases["other"] == (0.5, 0.1, 0.0) and phases["sync"] == (0.0, 0.0, 0.0)
+    html = render_html(report)
+    costs = html[html.index("Training cost per phase"):]
+    assert f'data-run="{run}" data-metric="time/generate_s" data-value="2.0"' in costs
+    assert "mean over 2 updates (5.00 s each; rollouts: vllm)" in costs
+    markdown = render_markdown(report)
+    assert "| generate | 2.00 | 40.0 | 200 tokens |" in markdown and "| env | 1.00 | 20.0 | 15 steps |" in markdown
+    assert "| other | 0.50 | 10.0 | – |" in markdown
+    files = write_report(report, tmp_path / "out")
+    data = json.loads(files[2].read_text())["training_costs"]
+    assert [(c["env"], c["updates"]) for c in data] == [("webshop", 2)]
+    assert {"phase": "generate", "seconds": 2.0, "share": 0.4, "count": 200.0} in data[0]["phases"]
+
+
+def test_runs_without_phase_costs_show_no_cost_table(tmp_path: Path) -> None:
+    sft = make_training_run(tmp_path / "sft", [{"update": 1, "seconds": 9.0, "loss": 2.0},
+                                               {"update": 1, "split": "test", "success_rate": 0.5}])
+    evaluated = make_run(tmp_path / "eval" / "random", tasks("10"), env="webshop", split="test")
+    report = build_report([sft, evaluated], with_reference=False)
+    assert report.envs[0].costs == []
+    assert "Training cost per phase" not in render_html(report) + render_markdown(report)
