@@ -172,3 +172,26 @@ def _watchdog(seconds: float) -> Iterator[None]:
 def watchdog() -> Callable[[float], "contextmanager[None]"]:
     """``with watchdog(seconds): call()``: the per-call bound of the fuzz and hostile-input suites."""
     return _watchdog
+
+
+def _kill_after_first_checkpoint(args: list[str], out: Path, cwd: Path | None = None) -> int:
+    """Start ``args`` (a training command writing to ``out``) in its own process group, SIGKILL the
+    group as soon as ``checkpoints/LATEST`` exists; return the update that checkpoint holds."""
+    import json
+    import subprocess
+    import time
+
+    run = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=cwd)
+    latest = out / "checkpoints" / "LATEST"
+    deadline = time.monotonic() + 600
+    while not latest.exists() and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    return int(json.loads((out / "checkpoints" / latest.read_text() / "trainer_state.json").read_text())["update"])
+
+
+@pytest.fixture
+def kill_after_first_checkpoint() -> Callable[..., int]:
+    """``kill_after_first_checkpoint(args, out, cwd=None)``: the update a killed training run had checkpointed."""
+    return _kill_after_first_checkpoint

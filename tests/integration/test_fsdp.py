@@ -5,11 +5,8 @@ parameters as data parallelism, each rank holds about half the weights, checkpoi
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -60,23 +57,15 @@ def test_one_fsdp_update_gives_the_ddp_parameters_in_a_save_pretrained_folder(ti
     assert (tmp_path / "fsdp" / folder / "optimizer.pt").exists()
 
 
-def test_a_killed_fsdp_run_resumes_from_its_checkpoint(tiny_model_dir, tmp_path):
+def test_a_killed_fsdp_run_resumes_from_its_checkpoint(tiny_model_dir, tmp_path, kill_after_first_checkpoint):
     out = tmp_path / "run"
     args = torchrun(tiny_model_dir, out, 3, parallel="fsdp")
-    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                             cwd=tmp_path)
-    latest = out / "checkpoints" / "LATEST"
-    deadline = time.monotonic() + 600
-    while not latest.exists() and first.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
-    checkpointed = int(json.loads((out / "checkpoints" / latest.read_text() / "trainer_state.json").read_text())["update"])
+    checkpointed = kill_after_first_checkpoint(args, out, cwd=tmp_path)
     assert 1 <= checkpointed < 3
 
     second = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
     assert second.returncode == 0, second.stderr[-3000:]
     assert [r["update"] for r in metrics(out)] == [1, 2, 3]  # each update logged exactly once
-    assert latest.read_text() == "update-000003"
+    assert (out / "checkpoints" / "LATEST").read_text() == "update-000003"
     # the resumed optimizer state went back into the shards: the last update still trained
     assert all(0.45 < r["rank_param_share"] < 0.55 and r["loss"] == r["loss"] for r in metrics(out))

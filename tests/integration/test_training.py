@@ -5,11 +5,9 @@ redoing work."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -136,21 +134,14 @@ def test_a_bad_config_is_a_clear_error(tiny_model_dir, tmp_path):
         build_config({"algo": "grpo", "env": "webshop", "model": "m", "out": "o"}, overrides=["lrr=1"])
 
 
-def test_a_killed_training_run_resumes_from_its_checkpoint(tiny_model_dir, tmp_path):
+def test_a_killed_training_run_resumes_from_its_checkpoint(tiny_model_dir, tmp_path, kill_after_first_checkpoint):
     out = tmp_path / "run"
     args = [sys.executable, "-m", "seed_gym.cli", "train", "--algo", "grpo", "--env", "searchqa",
             "--model", str(tiny_model_dir), "--updates", "4", "--out", str(out)]
     for key, value in SMALL.items():
         if key != "updates":
             args += ["--set", f"{key}={json.dumps(value)}"]
-    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    latest = out / "checkpoints" / "LATEST"
-    deadline = time.monotonic() + 600
-    while not latest.exists() and first.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
-    checkpointed = int(json.loads((out / "checkpoints" / latest.read_text() / "trainer_state.json").read_text())["update"])
+    checkpointed = kill_after_first_checkpoint(args, out)
     assert 1 <= checkpointed < 4
     kept = {u: (out / "rollouts" / f"update-{u:06d}" / "episodes.jsonl").read_text()
             for u in range(1, checkpointed + 1)}
