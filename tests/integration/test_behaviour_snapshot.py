@@ -124,7 +124,11 @@ def current(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
 @pytest.mark.parametrize("part", ["tiny_model", "losses", *ENVS])
 def test_same_seeds_give_the_same_results_as_before_the_refactor(current: dict[str, Any], part: str) -> None:
     golden = json.loads(GOLDEN.read_text())
-    assert current[part] == golden[part]
+    found = current[part]
+    if part == "losses":  # fields added later (GiGPO's step-level term) must leave the old algorithms as they were
+        assert not any(found[algo].get("step_adv_coef") for algo in golden[part])
+        found = {algo: {k: v for k, v in found[algo].items() if k in golden[part][algo]} for algo in golden[part]}
+    assert found == golden[part]
 
 
 if __name__ == "__main__":  # regenerate: see the module docstring
