@@ -344,7 +344,11 @@ def _print_pool_section(env: str, section: str, result: Any) -> None:
     elif section == "engine_overhead":
         console.print(f"{env}: rollout engine vs a bare loop, {result['steps']} steps: {result['engine_seconds']:.3f} s / "
                       f"{result['bare_seconds']:.3f} s = [bold]{100 * result['overhead']:+.1f}%[/] overhead "
-                      f"(same steps: {result['same_steps']})")
+                      f"(median of back-to-back pairs {100 * result['overhead_median_of_pairs']:+.1f}%; "
+                      f"same steps: {result['same_steps']})")
+    elif section == "transport_floor":
+        console.print(f"round trip of an empty batch: process pipe {result['process_pipe_ms']:.2f} ms, "
+                      f"Ray actor {result['ray_actor_ms']:.2f} ms (median of {result['calls']})")
     elif section == "lock_step_vs_waves":
         lock, waves = result["lock_step"], result["overlapped"]
         console.print(f"{env}: lock-step {lock['seconds_per_round']:.3f} s/round vs {waves['waves']} waves "

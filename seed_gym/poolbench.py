@@ -23,9 +23,10 @@ On a busy machine absolute times are upper bounds; the ratios compare runs made 
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from seed_gym.agent import Agent, CountingAgent, make_agent
@@ -112,6 +113,50 @@ def steps_per_second(env: EnvSetup, *, episodes: int, envs_per_worker: int,
     return rows
 
 
+# -- 1b. transport floor ---------------------------------------------------------------------
+def _echo(conn: Any) -> None:
+    while (message := conn.recv()) is not None:
+        conn.send(message)
+
+
+class _EchoActor:
+    def echo(self, message: Any) -> Any:
+        return message
+
+
+def transport_floor(calls: int = 200) -> dict[str, float]:
+    """Median round trip (ms) of an empty batch through each worker transport alone: a pipe to a
+    spawned process, and a Ray actor method (needs a Ray session). What a pool's call costs above
+    its envs' work is bounded below by these."""
+    import multiprocessing
+
+    import ray
+
+    def median_ms(round_trip: Callable[[], Any]) -> float:
+        round_trip()  # warm-up
+        times = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            round_trip()
+            times.append(time.perf_counter() - started)
+        return round(1000 * statistics.median(times), 3)
+
+    parent, child = multiprocessing.get_context("spawn").Pipe()
+    process = multiprocessing.get_context("spawn").Process(target=_echo, args=(child,), daemon=True)
+    process.start()
+    try:
+        pipe_ms = median_ms(lambda: (parent.send([]), parent.recv()))
+    finally:
+        parent.send(None)
+        process.join(timeout=10)
+    actor = ray.remote(_EchoActor).options(num_cpus=1).remote()
+    try:
+        ray_ms = median_ms(lambda: ray.get(actor.echo.remote([])))
+    finally:
+        ray.kill(actor)
+    return {"process_pipe_ms": pipe_ms, "ray_actor_ms": ray_ms, "calls": calls}
+
+
 # -- 2. engine overhead -------------------------------------------------------------------------
 def _bare_loop(env: TextEnv, agent: Agent, episodes: list[EpisodeSpec]) -> tuple[float, int]:
     """The same episodes stepped by hand on one env: reset, then act/step until the episode ends."""
@@ -148,7 +193,9 @@ def engine_overhead(env: EnvSetup, *, episodes: int, slots: int = 4, repeats: in
     bare_env.close()
     return {"episodes": episodes, "slots": slots, "steps": engine_steps, "same_steps": engine_steps == bare_steps,
             "bare_seconds": round(min(bare), 4), "engine_seconds": round(min(engine), 4),
-            "overhead": round(min(engine) / min(bare) - 1, 4), "repeats": repeats}
+            "overhead": round(min(engine) / min(bare) - 1, 4), "repeats": repeats,
+            # each repeat's pair ran back to back: their ratio cancels slow drifts in machine load
+            "overhead_median_of_pairs": round(statistics.median(e / b for e, b in zip(engine, bare)) - 1, 4)}
 
 
 # -- 3. lock-step vs waves ------------------------------------------------------------------------
@@ -218,6 +265,14 @@ def memory_per_worker(env: EnvSetup, *, episodes: int, ray_address: str | None =
 
 
 # -- the whole benchmark --------------------------------------------------------------------------
+def _section(result: dict[str, Any], env_id: str, name: str,
+             on_section: Callable[[str, str, Any], None] | None, section: Callable[[], Any]) -> None:
+    target = result if env_id == "*" else result["envs"][env_id]  # "*": a section of no one env
+    target[name] = value = section()
+    if on_section:
+        on_section(env_id, name, value)
+
+
 def run_pool_benchmark(envs: Sequence[str], *, split: str = "test", max_steps: int = 10, episodes: int = 128,
                        envs_per_worker: int = 4, worker_counts: Sequence[int] = WORKER_COUNTS,
                        overhead_episodes: int = 200, repeats: int = 5, model: str | None = None,
@@ -232,29 +287,28 @@ def run_pool_benchmark(envs: Sequence[str], *, split: str = "test", max_steps: i
     result: dict[str, Any] = {"cpus": os.cpu_count(), "split": split, "max_steps": max_steps, "episodes": episodes,
                               "envs_per_worker": envs_per_worker, "worker_counts": list(worker_counts),
                               "ray_address": ray_address or "local", "envs": {}}
+    setups: dict[str, EnvSetup] = {}
+    for env_id in envs:  # the engine's overhead first, while no Ray daemons share the cores
+        env_split = (splits or {}).get(env_id, split)
+        setups[env_id] = env = setup(env_id, env_split, max_steps=max_steps, env_kwargs=(env_args or {}).get(env_id, {}))
+        result["envs"][env_id] = {"split": env_split, "agent": env.agent, "env_kwargs": env.env_kwargs}
+        _section(result, env_id, "engine_overhead", on_section, lambda: engine_overhead(
+            env, episodes=overhead_episodes, slots=envs_per_worker, repeats=repeats))
     with ray_session(ray_address, num_cpus=max([*worker_counts, os.cpu_count() or 1])):
-        for env_id in envs:
-            env_split = (splits or {}).get(env_id, split)
-            extra = (env_args or {}).get(env_id, {})
-            env = setup(env_id, env_split, max_steps=max_steps, env_kwargs=extra)
-            row: dict[str, Any] = {"split": env_split, "agent": env.agent, "env_kwargs": env.env_kwargs}
-            result["envs"][env_id] = row
+        _section(result, "*", "transport_floor", on_section, transport_floor)
+        for env_id, env in setups.items():
             sections: list[tuple[str, Callable[[], Any]]] = [
                 ("steps_per_s", lambda: steps_per_second(env, episodes=episodes, envs_per_worker=envs_per_worker,
                                                          worker_counts=worker_counts, ray_address=ray_address)),
-                ("engine_overhead", lambda: engine_overhead(env, episodes=overhead_episodes, slots=envs_per_worker,
-                                                            repeats=repeats)),
             ]
             if model:
                 sections.append(("lock_step_vs_waves", lambda: lockstep_vs_waves(
                     env, model, episodes=model_episodes, workers=2, slots=8)))
             if memory_episodes:
-                memory_env = setup(env_id, env_split, max_steps=memory_max_steps, env_kwargs=extra)
+                memory_env = replace(env, env_kwargs={**env.env_kwargs, "max_steps": memory_max_steps})
                 sections.append(("memory", lambda: memory_per_worker(memory_env, episodes=memory_episodes,
                                                                      ray_address=ray_address)))
             for name, section in sections:
-                row[name] = section()
-                if on_section:
-                    on_section(env_id, name, row[name])
+                _section(result, env_id, name, on_section, section)
     return result
 

@@ -24,7 +24,10 @@ def test_bench_pools_measures_every_pool_the_engine_waves_and_memory(tiny_model_
         capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "env-steps/s" in result.stdout and "overhead" in result.stdout and "waves" in result.stdout
-    report = json.loads(out.read_text())["envs"]["searchqa"]
+    whole = json.loads(out.read_text())
+    floor = whole["transport_floor"]  # what a call through each transport costs with no env work
+    assert floor["process_pipe_ms"] > 0 and floor["ray_actor_ms"] > 0 and "Ray actor" in result.stdout
+    report = whole["envs"]["searchqa"]
     assert report["agent"] == "expert"  # Search-QA lists no admissible actions: its expert is the zero-cost agent
 
     rows = report["steps_per_s"]
@@ -34,6 +37,7 @@ def test_bench_pools_measures_every_pool_the_engine_waves_and_memory(tiny_model_
 
     overhead = report["engine_overhead"]
     assert overhead["same_steps"] and overhead["bare_seconds"] > 0 and overhead["engine_seconds"] > 0
+    assert overhead["overhead_median_of_pairs"] > -1
 
     waves = report["lock_step_vs_waves"]
     assert waves["same_records"]  # sampled at temperature 1: the episodes' own seeds, whatever the batch

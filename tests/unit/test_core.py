@@ -66,3 +66,12 @@ def test_text_spaces_accept_natural_language():
     env = CounterEnv()
     assert env.action_space.contains("go to countertop 1, then look.")
     assert env.observation_space.contains("You see a mug 2.\nYour task is to: x")
+
+
+def test_task_info_as_dict_holds_every_field():
+    from dataclasses import asdict
+
+    from seed_gym.core import TaskInfo
+
+    task = TaskInfo(id="t-1", split="test", family="f", instruction="buy a lamp")
+    assert task.as_dict() == asdict(task)
