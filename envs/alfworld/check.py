@@ -20,6 +20,7 @@ reported with the game, the phase and the step.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -148,29 +149,61 @@ def game_files(root: str | Path, splits: list[str] | None = None) -> list[str]:
 
 
 def check_engine(root: str | Path, *, splits: list[str] | None = None, workers: int = 1, random_steps: int = 15,
-                 reset_only: bool = True, limit: int | None = None, on_game: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Check every collectable game of ``splits`` under ``root``; a summary with every difference."""
+                 reset_only: bool = True, limit: int | None = None, log: str | Path | None = None,
+                 on_game: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Check every collectable game of ``splits`` under ``root``; a summary with every difference.
+
+    With ``log``, each game's result is appended to that JSON-lines file as it finishes, and games
+    already in it (checked with the same ``random_steps`` and ``reset_only``) are not played
+    again: a long check survives being stopped, and the summary covers every logged game."""
     files = game_files(root, splits)
     files = files[:limit] if limit else files
-    results = []
+    settings = {"random_steps": random_steps, "reset_only": reset_only}
+    logged = _read_log(Path(log), settings) if log else {}
+    results = [logged[g] for g in files if g in logged]
+    reused = len(results)
+    todo = [g for g in files if g not in logged]
+    sink = Path(log).open("a", encoding="utf-8") if log else None
+    if sink and sink.tell() and not Path(log).read_bytes().endswith(b"\n"):  # type: ignore[arg-type]
+        sink.write("\n")  # a torn last line stays alone, and is ignored
     if workers <= 1:
-        iterator: Any = (check_game(g, random_steps=random_steps, reset_only=reset_only) for g in files)
+        iterator: Any = (check_game(g, random_steps=random_steps, reset_only=reset_only) for g in todo)
     else:
         pool = ProcessPoolExecutor(max_workers=workers)
-        iterator = pool.map(_check_one, [(g, random_steps, reset_only) for g in files])
+        iterator = pool.map(_check_one, [(g, random_steps, reset_only) for g in todo])
     try:
         for result in iterator:
             results.append(result)
+            if sink:
+                sink.write(json.dumps({**result, **settings}) + "\n")
+                sink.flush()
             if on_game:
                 on_game(result)
     finally:
         if workers > 1:
-            pool.shutdown()
+            pool.shutdown(cancel_futures=True)
+        if sink:
+            sink.close()
     differences = [d for r in results for d in r["differences"]]
     return {"root": str(alf_data.tree_root(root)), "splits": splits or list(alf_data.SPLIT_DIRS), "games": len(results),
             "compared_states": sum(r["compared"] for r in results), "differences": len(differences),
             "details": differences[:50], "random_steps": random_steps,
-            "reset_only_phase": reset_only}
+            "reset_only_phase": reset_only, "from_log": reused}
+
+
+def _read_log(path: Path, settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The games a previous check logged with these settings (a torn last line is ignored)."""
+    if not path.exists():
+        return {}
+    logged = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and all(row.get(k) == v for k, v in settings.items()) and "game" in row:
+            logged[row["game"]] = {k: row[k] for k in ("game", "compared", "differences")}
+    return logged
 
 
 def _check_one(args: tuple[str, int, bool]) -> dict[str, Any]:

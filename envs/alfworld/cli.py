@@ -25,6 +25,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         workers: Optional[int] = typer.Option(None, help="Parallel worker processes (default: all cores)."),
         check_engine: Optional[Path] = typer.Option(None, help="Generate nothing: play every game of --split under this json_2.1.1 tree on the stock and the fast engine and report every difference (exit 1 if any)."),
         check_steps: int = typer.Option(15, help="With --check-engine: seeded random admissible steps per random sequence."),
+        check_log: Optional[Path] = typer.Option(None, help="With --check-engine: append each game's result to this JSON-lines file and skip games it already holds (a stopped check resumes)."),
     ) -> None:
         """Generate ALFWorld games in the official json_2.1.1 layout, each verified solvable."""
         from rich.table import Table
@@ -37,11 +38,12 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
             with new_progress() as bar:
                 task = bar.add_task("stock vs fast engine", total=None)
                 report = run_check(check_engine, splits=list(split), workers=workers or 1, random_steps=check_steps,
-                                   on_game=lambda r: bar.advance(task))
+                                   log=check_log, on_game=lambda r: bar.advance(task))
             for line in report["details"]:
                 console.print(f"[red]{line}[/]")
             console.print(f"{report['games']} games, {report['compared_states']} states compared, "
-                          f"{report['differences']} differences (splits {', '.join(report['splits'])})")
+                          f"{report['differences']} differences (splits {', '.join(report['splits'])}"
+                          + (f"; {report['from_log']} games from {check_log}" if check_log else "") + ")")
             if report["differences"] or not report["games"]:
                 raise typer.Exit(1)
             return

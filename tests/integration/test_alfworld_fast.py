@@ -108,10 +108,20 @@ def test_check_engine_command(games, tmp_path):
         dst.mkdir(parents=True)
         for name in ("game.tw-pddl", "traj_data.json"):
             (dst / name).write_bytes((src / name).read_bytes())
-    result = CliRunner().invoke(app, ["data", "alfworld", "--check-engine", str(tmp_path), "--split", "seen",
-                                      "--check-steps", "3"])
+    log = tmp_path / "check.jsonl"
+    command = ["data", "alfworld", "--check-engine", str(tmp_path), "--split", "seen", "--check-steps", "3",
+               "--check-log", str(log)]
+    result = CliRunner().invoke(app, command)
     assert result.exit_code == 0, result.output
-    assert "1 games" in result.output and "0 differences" in result.output
+    assert "1 games" in result.output and "0 differences" in result.output and "0 games from" in result.output
+    assert len(log.read_text().splitlines()) == 1
+
+    with log.open("a") as sink:
+        sink.write('{"game": "torn')  # a check killed mid-write
+    again = CliRunner().invoke(app, command)  # the logged game is not played again
+    assert again.exit_code == 0, again.output
+    assert "1 games" in again.output and "1 games from" in again.output and "0 differences" in again.output
+    assert len(log.read_text().splitlines()) == 2  # nothing appended but the torn fragment's line end
     empty = CliRunner().invoke(app, ["data", "alfworld", "--check-engine", str(tmp_path), "--split", "unseen"])
     assert empty.exit_code == 1  # nothing checked is not a pass
 
