@@ -477,7 +477,7 @@ def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecor
 def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
                   on_status: OnStatus | None = None) -> list[dict[str, Any]]:
     """SFT, one checkpoint per epoch (``update`` = epoch); resumes at the next epoch."""
-    from seed_gym.training.sft import train_sft
+    from seed_gym.training.sft import resolve_autocast, train_sft
 
     resumed = resume_point(run, config)
     run.truncate_metrics(resumed.update)
@@ -493,6 +493,7 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
         optimizer.load_state_dict(resumed.optimizer_state)
     rows = evaluate_initial(config, run, resumed.update, on_row)
     batches = -(-len(examples) // config.sft_batch)
+    autocast = resolve_autocast(config.autocast, policy.device)
     for epoch in range(resumed.update + 1, config.sft_epochs + 1):
         started, losses, tokens = time.perf_counter(), [], 0
 
@@ -506,10 +507,10 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
 
         train_sft(policy, examples, epochs=1, lr=config.sft_lr, batch_size=config.sft_batch,
                   seed=config.seed * 1_000_003 + epoch, grad_clip=config.grad_clip, on_step=on_step,
-                  prompt_weight=config.sft_prompt_weight, autocast=config.autocast, optimizer=optimizer)
+                  prompt_weight=config.sft_prompt_weight, autocast=autocast, optimizer=optimizer)
         seconds = time.perf_counter() - started
         row = {"update": epoch, "algo": "sft", "sft_data": config.sft_data, "episodes": len(records),
-               "examples": len(examples),
+               "examples": len(examples), "autocast": autocast,
                "loss": sum(losses) / max(1, len(losses)), "loss_last": losses[-1] if losses else None,
                "target_tokens": tokens, "seconds": seconds, "train_tokens_per_s": tokens / max(seconds, 1e-9)}
         run.log(row)
