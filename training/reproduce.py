@@ -29,6 +29,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -166,6 +167,7 @@ def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
     if missing:
         raise PresetError(f"stage {stage.name} needs {', '.join(missing)} to finish first")
     stage.out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
     if stage.kind == "model":
         from seed_gym.agents.tiny import build_tiny_model
 
@@ -181,8 +183,9 @@ def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
         from seed_gym.training.reproduce_report import write_report
 
         write_report([s for s in stages if s.kind == "rl"], preset, stage.out)
-    (stage.out / MARKER).write_text(json.dumps({"stage": stage.name, "finished": True, "config": stage.config},
-                                               indent=1, default=str) + "\n")
+    # seconds of this invocation (a resumed stage's earlier invocations are not counted)
+    (stage.out / MARKER).write_text(json.dumps({"stage": stage.name, "finished": True, "seconds": round(time.time() - started, 1),
+                                                "config": stage.config}, indent=1, default=str) + "\n")
 
 
 def build_offline_library(stage: Stage) -> None:

@@ -34,6 +34,7 @@ def test_the_micro_preset_runs_every_stage_resumes_and_reports(tmp_path):
     assert (out / "model" / MARKER).exists() and not (out / "sft").exists()
     reproduce(MICRO, out, echo=said.append)
     assert all(stage.done() for stage in plan)
+    assert all(json.loads((stage.out / MARKER).read_text())["seconds"] >= 0 for stage in plan)  # its wall time
 
     # the arms start where the preset says, and the ablations got their teacher contexts
     def config(arm):
