@@ -79,13 +79,19 @@ def test_updates_change_the_weights_and_checkpoints_load_as_agents(tiny_model_di
     assert {r["split"] for r in evals} == {"test", "unseen"} and all(r["episodes"] == 1 for r in evals)
 
 
-@pytest.mark.parametrize("options", [{}, {"sft_prompt_weight": 0.5, "autocast": "bfloat16"}], ids=["plain", "prompt-loss-bf16"])
+@pytest.mark.parametrize("options", [{}, {"sft_prompt_weight": 0.5, "autocast": "auto"}], ids=["plain", "prompt-loss-autocast"])
 def test_sft_on_expert_trajectories_lowers_the_loss(tiny_model_dir, tmp_path, options):
+    import torch
+
+    from seed_gym.training.sft import resolve_autocast
+
     rows = run_training(tiny_model_dir, tmp_path / "run", "sft", "webshop", sft_tasks=6, sft_epochs=3,
                         sft_lr=3e-3, sft_batch=8, max_steps=None, **options)
     epochs = [r for r in rows if "split" not in r]
     assert [r["update"] for r in epochs] == [1, 2, 3]
     assert epochs[0]["examples"] > 6 and epochs[-1]["loss"] < epochs[0]["loss"]
+    # auto: bf16 where this CPU runs it natively, else float32 (emulated bf16 is many times slower)
+    assert epochs[0]["autocast"] == resolve_autocast(options.get("autocast"), torch.device("cpu"))
 
 
 def test_sft_learns_from_existing_run_folders_without_collecting(tiny_model_dir, tmp_path):
