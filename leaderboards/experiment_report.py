@@ -30,10 +30,6 @@ STAT_NAMES = {"success_rate": "train success", "gate_mean": "gate mean", "gate_a
 X_AXES = {"updates": ("update", "update"), "env_steps": ("env_steps", "env steps")}
 
 
-def _rate(value: float | None, metric: str = "", run: str | None = None) -> Cell:
-    return Cell(fmt.pct(value), value=value, metric=metric or None, run=run, numeric=True)
-
-
 def _success(result: dict[str, Any], metric: str, arm: str) -> Cell:
     """A pooled success with its Wilson interval and episode count."""
     return Cell(fmt.pct(result["success"]), value=result["success"], metric=metric, run=arm, numeric=True,

@@ -8,8 +8,9 @@ episodes; nothing is typed in except the paper's rows, which are labelled as suc
 * **Final**: success at the start (update 0: the arm's SFT start) and at the last evaluation, per
   split, pooled over seeds, with a 95% Wilson interval over the pooled episodes.
 * **Paired comparisons** on the same evaluation episodes (same seed, same task list): each arm's end
-  against its start, and each arm against ``grpo``; the mean difference and a 95% paired bootstrap
-  interval over (seed, episode) pairs (2,000 resamples, seeded).
+  against its start, and each arm against ``grpo``; the mean difference over (seed, episode) pairs and
+  its 95% paired bootstrap interval, resampling (seed, task) clusters as ``seed-gym compare`` does
+  (:func:`seed_gym.leaderboards.compare.paired_bootstrap_ci`).
 * **Updates to reach a threshold**: per split, the threshold is the ``grpo`` arm's final success (the
   mean over seeds at its last evaluation): the baseline's end level. Per arm, the first evaluated update
   (and its env steps) whose mean-over-seeds success reaches it; None ("not reached") when none does;
@@ -33,13 +34,14 @@ both rendered by :mod:`seed_gym.leaderboards.experiment_report`).
 from __future__ import annotations
 
 import json
-import math
-import random
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from seed_gym.leaderboards.compare import paired_bootstrap_ci
+from seed_gym.leaderboards.runs import metrics_rows
+from seed_gym.scoring import wilson_interval
 from seed_gym.training.costs import phase_table
 
 #: The SEED paper (arXiv 2607.14777), Qwen2.5-3B, 150 updates: (our arm, the paper's name, ALFWorld, WebShop success).
@@ -55,31 +57,9 @@ ABLATIONS = ("seed-no-skill-sft", "seed-frozen-analyzer", "seed-static-skills")
 BASELINE, COMPARED_SPLIT = "grpo", "unseen"
 #: Training statistics that are rates, drawn per update.
 RATE_STATS = ("success_rate", "gate_mean", "gate_active_ratio", "skill_parse_rate")
-BOOTSTRAP = 2000
-
-
-def wilson(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a success rate."""
-    if n == 0:
-        return (0.0, 0.0)
-    p = wins / n
-    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return ((centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n))
-
-
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
-    """(mean of a − b, 2.5%, 97.5% percentiles) over pairs resampled with replacement."""
-    diffs = [x - y for x, y in zip(a, b)]
-    if not diffs:
-        return (0.0, 0.0, 0.0)
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(diffs, k=len(diffs))) / len(diffs) for _ in range(BOOTSTRAP))
-    return (sum(diffs) / len(diffs), means[int(0.025 * BOOTSTRAP)], means[int(0.975 * BOOTSTRAP) - 1])
-
-
 def read_run(folder: Path) -> dict[str, Any]:
     """A run's update rows and evaluation rows (the last row of each update/split wins)."""
-    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    rows = metrics_rows(folder)  # a line torn by a kill is skipped
     updates = {row["update"]: row for row in rows if "split" not in row}
     evals: dict[str, dict[int, dict[str, Any]]] = {}
     for row in rows:
@@ -240,14 +220,14 @@ def seed_vs_grpo(runs: dict[str, list[tuple[int, dict[str, Any]]]], split: str =
 def pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
     wins = sum(round(row["success_rate"] * row["episodes"]) for row in rows)
     n = sum(row["episodes"] for row in rows)
-    low, high = wilson(wins, n)
+    low, high = wilson_interval(wins, n)
     return {"success": wins / max(1, n), "episodes": n, "ci95": [low, high]}
 
 
 def _paired(first: list[tuple[int, dict[str, Any]]], second: list[tuple[int, dict[str, Any]]], split: str,
             first_update: str, second_update: str) -> dict[str, Any] | None:
     """Paired difference first − second over (seed, episode) pairs of one split's evaluations."""
-    a_all, b_all = [], []
+    clusters: dict[tuple[int, str], list[float]] = {}  # (seed, task id) -> its pairs' differences
     other = dict(second)
     for seed, run in first:
         if seed not in other or split not in run["evals"] or split not in other[seed]["evals"]:
@@ -257,12 +237,12 @@ def _paired(first: list[tuple[int, dict[str, Any]]], second: list[tuple[int, dic
         b_row = b_evals[max(b_evals)] if second_update == "end" else b_evals[min(b_evals)]
         a, b = outcomes(a_row["run_dir"]), outcomes(b_row["run_dir"])
         for episode in sorted(set(a) & set(b)):
-            a_all.append(a[episode])
-            b_all.append(b[episode])
-    if not a_all:
+            clusters.setdefault((seed, episode.rsplit("#", 1)[0]), []).append(a[episode] - b[episode])
+    if not clusters:
         return None
-    mean, low, high = paired_bootstrap(a_all, b_all)
-    return {"diff": mean, "ci95": [low, high], "pairs": len(a_all)}
+    differences = [d for cluster in clusters.values() for d in cluster]
+    return {"diff": sum(differences) / len(differences), "ci95": paired_bootstrap_ci(list(clusters.values())),
+            "pairs": len(differences)}
 
 
 def compare(arms: dict[str, Any], runs: dict[str, list[tuple[int, dict[str, Any]]]]) -> list[dict[str, Any]]:

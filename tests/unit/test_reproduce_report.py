@@ -174,6 +174,15 @@ def test_the_html_page_is_offline_with_one_chart_per_env_split_and_axis(report: 
         assert f"<h3>{section}</h3>" in html
 
 
+def test_a_metrics_line_torn_by_a_kill_is_skipped(tmp_path: Path) -> None:
+    stages = [Stage("rl/webshop/grpo/seed-0", "rl", tmp_path / "grpo", "webshop", arm="grpo", seed=0)]
+    write_rl_run(stages[0].out, "webshop", "grpo", 0)
+    with (stages[0].out / "metrics.jsonl").open("a") as metrics:
+        metrics.write('{"update": 5, "split": "unse')
+    write_report(stages, {"name": "torn"}, tmp_path / "report")
+    assert [p["update"] for p in data(tmp_path / "report")["envs"]["webshop"]["arms"]["grpo"]["curves"]["unseen"]] == list(EVALS)
+
+
 def test_report_only_rebuilds_from_the_finished_rl_stages(tmp_path: Path) -> None:
     preset = Path(__file__).resolve().parents[1] / "reproduce_micro.toml"
     stages = plan(load_preset(preset), tmp_path)
