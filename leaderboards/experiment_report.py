@@ -96,7 +96,8 @@ def ablation_table(env: str, content: dict[str, Any]) -> Table | None:
         return None
     rows = [[Cell(row["arm"]), Cell(row["split"]), _success(row["start"], f"{row['split']}:start", row["arm"]),
              _success(row["end"], f"{row['split']}:end", row["arm"]),
-             Cell("(reference)") if row["arm"] == "seed" else _difference(row["vs_seed"]),
+             Cell(fmt.DASH, tooltip="the arm the ablations are paired with", numeric=True) if row["arm"] == "seed"
+             else _difference(row["vs_seed"]),
              Cell(fmt.reported(row["paper_alfworld"]), numeric=True)]
             for row in content["ablation"]]
     return Table(["arm", "split", "start %", "end %", "end − seed % [95% CI] pairs",
