@@ -81,18 +81,11 @@ def compare_command(
 def comparison_table(result: Any) -> Any:
     from rich.table import Table
 
-    from seed_gym.leaderboards import formatting as fmt
+    from seed_gym.leaderboards.tables import comparison_measures
 
     table = Table(title=f"paired: B = {result.label_b}  vs  A = {result.label_a}")
     table.add_column("measure")
     table.add_column("value", justify="right")
-    table.add_row("shared tasks / episode pairs", f"{result.tasks} / {result.pairs}")
-    table.add_row("success % A", fmt.pct(result.success_a))
-    table.add_row("success % B", fmt.pct(result.success_b))
-    table.add_row("success diff B-A (95% CI)", f"{fmt.signed_pct(result.success_diff)} "
-                  f"[{fmt.signed_pct(result.success_diff_ci[0])}, {fmt.signed_pct(result.success_diff_ci[1])}]")
-    table.add_row("score diff B-A (95% CI)", f"{fmt.signed_pct(result.score_diff)} "
-                  f"[{fmt.signed_pct(result.score_diff_ci[0])}, {fmt.signed_pct(result.score_diff_ci[1])}]")
-    table.add_row("discordant: only A won / only B won", f"{result.a_only_won} / {result.b_only_won}")
-    table.add_row("McNemar exact p", fmt.p_value(result.p_value))
+    for measure, value in comparison_measures(result):
+        table.add_row(measure, value)
     return table

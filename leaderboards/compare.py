@@ -12,6 +12,10 @@ Rules:
 * The runs must be comparable: env, split and data fingerprints, env version and step budget
   equal. Otherwise :func:`compare_runs` raises, unless ``allow_mismatch`` is set, in which case the
   differing fields are returned in ``mismatches`` for the caller to show.
+* Several (A, B) pairs of runs (one per training seed, say) pool into one comparison
+  (:func:`compare_run_pairs`): episodes pair within each run pair only, and a task of the k-th pair
+  is its own cluster ``k/<task id>`` (two seeds' evaluations of one task are two clusters); the
+  discordant counts add up, so McNemar's test is over all pairs.
 """
 
 from __future__ import annotations
@@ -104,25 +108,40 @@ def pair_records(a: Sequence[EpisodeRecord], b: Sequence[EpisodeRecord]
 
 def compare_runs(run_a: LoadedRun, run_b: LoadedRun, *, allow_mismatch: bool = False) -> PairedComparison:
     """The paired comparison of B against A (see the module rules)."""
-    mismatches = identity_mismatches(run_a.identity, run_b.identity)
-    if mismatches and not allow_mismatch:
-        details = "; ".join(f"{name}: {run_a.identity.get(name)!r} vs {run_b.identity.get(name)!r}"
-                            for name in mismatches)
-        raise SubmissionError(f"the runs are not comparable ({details}); pass --allow-mismatch "
-                              "to compare them anyway")
-    by_task = pair_records(run_a.records, run_b.records)
-    if not by_task:
-        raise SubmissionError(f"{run_a.path} and {run_b.path} share no episodes")
+    return compare_run_pairs([(run_a, run_b)], allow_mismatch=allow_mismatch)
+
+
+def compare_run_pairs(runs: Sequence[tuple[LoadedRun, LoadedRun]], *,
+                      allow_mismatch: bool = False) -> PairedComparison:
+    """B against A pooled over several (A, B) run pairs (see the module rules); labelled by the first pair."""
+    if not runs:
+        raise SubmissionError("no runs to compare")
+    mismatches: list[str] = []
+    by_task: dict[str, list[tuple[EpisodeRecord, EpisodeRecord]]] = {}
+    only_a = only_b = 0
+    for index, (run_a, run_b) in enumerate(runs):
+        differ = identity_mismatches(run_a.identity, run_b.identity)
+        if differ and not allow_mismatch:
+            details = "; ".join(f"{name}: {run_a.identity.get(name)!r} vs {run_b.identity.get(name)!r}"
+                                for name in differ)
+            raise SubmissionError(f"the runs are not comparable ({details}); pass --allow-mismatch "
+                                  "to compare them anyway")
+        mismatches += [name for name in differ if name not in mismatches]
+        paired = pair_records(run_a.records, run_b.records)
+        if not paired:
+            raise SubmissionError(f"{run_a.path} and {run_b.path} share no episodes")
+        prefix = f"{index}/" if len(runs) > 1 else ""
+        by_task.update({prefix + task: pairs for task, pairs in paired.items()})
+        tasks_a, tasks_b = {r.task["id"] for r in run_a.records}, {r.task["id"] for r in run_b.records}
+        only_a, only_b = only_a + len(tasks_a - tasks_b), only_b + len(tasks_b - tasks_a)
     pairs = [pair for task_pairs in by_task.values() for pair in task_pairs]
     won = [[(float(x.won), float(y.won)) for x, y in task_pairs] for task_pairs in by_task.values()]
     score = [[(float(x.score), float(y.score)) for x, y in task_pairs] for task_pairs in by_task.values()]
-    tasks_a = {r.task["id"] for r in run_a.records}
-    tasks_b = {r.task["id"] for r in run_b.records}
     b_count = sum(x.won and not y.won for x, y in pairs)
     c_count = sum(y.won and not x.won for x, y in pairs)
     return PairedComparison(
-        label_a=run_a.label, label_b=run_b.label, pairs=len(pairs), tasks=len(by_task),
-        only_a=len(tasks_a - tasks_b), only_b=len(tasks_b - tasks_a),
+        label_a=runs[0][0].label, label_b=runs[0][1].label, pairs=len(pairs), tasks=len(by_task),
+        only_a=only_a, only_b=only_b,
         success_a=_mean(x for task in won for x, _ in task),
         success_b=_mean(y for task in won for _, y in task),
         success_diff=_mean(y - x for task in won for x, y in task),

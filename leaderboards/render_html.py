@@ -42,7 +42,7 @@ tr.reported td:first-child{color:#7e22ce;font-weight:700;text-transform:uppercas
 svg .grid{stroke:#e5e7eb}svg .whisker{stroke:#111827;stroke-width:1.4}svg text{font-size:11px;fill:#374151}
 nav a{margin-right:12px}figure{margin:4px 0 12px}figcaption{font-weight:600;font-size:13px;color:#374151;max-width:560px}
 figure svg.chart{margin:2px 0 0}details.reported-papers>summary{cursor:pointer;font-weight:600;font-size:1.1em;margin:24px 0 8px}
-span.detail{display:block;font-size:11px;color:#6b7280}td a{color:#1d4ed8;text-decoration:none}td a:hover{text-decoration:underline}
+.charts{display:flex;flex-wrap:wrap;gap:0 16px}span.detail{display:block;font-size:11px;color:#6b7280}td a{color:#1d4ed8;text-decoration:none}td a:hover{text-decoration:underline}
 """
 
 
@@ -90,8 +90,18 @@ def _flag_html(board: Board) -> str:
             f"{escape(board.difference)}), so they are not ranked together.</p>")
 
 
-def _figure(caption: str, svg: str) -> str:
-    return f"<figure><figcaption>{escape(caption)}</figcaption>{svg}</figure>"
+def figure(caption: str, svg: str, **data: str) -> str:
+    """A chart with its caption; ``data`` become ``data-*`` attributes (what the chart shows, for readers
+    and tests)."""
+    attrs = "".join(f' data-{key}="{escape(value)}"' for key, value in data.items())
+    return f"<figure{attrs}><figcaption>{escape(caption)}</figcaption>{svg}</figure>"
+
+
+def html_page(title: str, body: str) -> str:
+    """A whole self-contained page: the shared stylesheet inline, ``body`` inside ``<main>``."""
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width\"><title>{escape(title)}</title>"
+            f"<style>{CSS}</style></head><body><main><h1>{escape(title)}</h1>{body}</main></body></html>\n")
 
 
 def _title_html(board: Board) -> str:
@@ -106,7 +116,7 @@ def _chart_html(board: Board) -> str:
     bars = [Bar(row.label, row.summary["success_rate"] or 0.0, *(row.summary["ci95"].get("success_rate") or (None, None)))
             for row in board.rows]
     title = f"{board.title}: success % with 95% CI"
-    return _figure(title, bar_chart(bars, title))
+    return figure(title, bar_chart(bars, title))
 
 
 def _family_html(board: Board) -> str:
@@ -135,9 +145,9 @@ def _board_html(board: Board) -> str:
 def _curves_html(env: EnvReport) -> str:
     if not env.curves:
         return ""
-    charts = "".join(_figure(f"{curve.label}: validation success % by update",
-                             line_chart(curve.series(), f"{curve.label}: validation success % by update"))
-                     for curve in env.curves)
+    charts = "".join(figure(f"{curve.label}: validation success % by update",
+                            line_chart(curve.series(), f"{curve.label}: validation success % by update"))
+                    for curve in env.curves)
     return f"<h3>Learning curves</h3>{charts}"
 
 
@@ -178,9 +188,5 @@ def render_html(report: Report) -> str:
               "when env version, data, split and task fingerprints and the step budget all match. "
               "<span class=\"badge\">reported</span> rows are numbers copied from papers, shown "
               "in separate tables.</p>")
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width\"><title>{escape(report.title)}</title>"
-            f"<style>{CSS}</style></head><body><main><h1>{escape(report.title)}</h1>"
-            f"<p class=\"muted\">{len(report.runs)} runs · built {escape(report.generated)}</p>"
-            f"<nav>{nav}</nav>{legend}" + "".join(_env_html(e) for e in report.envs)
-            + "</main></body></html>\n")
+    return html_page(report.title, f"<p class=\"muted\">{len(report.runs)} runs · built {escape(report.generated)}</p>"
+                     f"<nav>{nav}</nav>{legend}" + "".join(_env_html(e) for e in report.envs))

@@ -4,7 +4,8 @@ Rules: values are fractions in [0, 1] drawn on a 0-100% axis; every label is XML
 chart has a ``<title>`` for accessibility, and its visible title is the caller's (an HTML caption,
 which wraps instead of being clipped); a clipped label keeps its full text as a tooltip; colours
 come from one fixed palette, by series index. A series of one point is drawn as a labelled marker
-in the middle of the x axis (a line needs two points).
+in the middle of the x axis (a line needs two points). A line chart's series may carry a band
+(x, low, high), e.g. the min/max over seeds, drawn under its line in the same colour, faint.
 """
 
 from __future__ import annotations
@@ -65,8 +66,10 @@ def bar_chart(bars: Sequence[Bar], title: str, *, width: int = 560) -> str:
 
 
 def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], title: str, *,
-               x_label: str = "update", width: int = 560, height: int = 260) -> str:
-    """Lines of (x, rate) points on a 0-100% axis, one per named series, with a legend."""
+               x_label: str = "update", width: int = 560, height: int = 260,
+               bands: Mapping[str, Sequence[tuple[float, float, float]]] | None = None) -> str:
+    """Lines of (x, rate) points on a 0-100% axis, one per named series, with a legend; a series
+    named in ``bands`` also gets its (x, low, high) band shaded under the line."""
     left, right, top, bottom = 48, 140, 12, 40
     plot_w, plot_h = width - left - right, height - top - bottom
     xs = [x for points in series.values() for x, _ in points] or [0.0]
@@ -91,6 +94,11 @@ def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], title: str, 
                 f'{escape(x_label)}{"" if span else " (one evaluation so far)"}</text>')
     for index, (name, points) in enumerate(series.items()):
         colour = PALETTE[index % len(PALETTE)]
+        band = (bands or {}).get(name, ())
+        if len(band) > 1:
+            outline = [at(x, high) for x, _, high in band] + [at(x, low) for x, low, _ in reversed(band)]
+            body.append(f'<polygon points="{" ".join(f"{px:.1f},{py:.1f}" for px, py in outline)}" '
+                        f'fill="{colour}" opacity="0.15" class="band"/>')
         coords = " ".join(f"{px:.1f},{py:.1f}" for px, py in (at(x, y) for x, y in points))
         if len(points) > 1:
             body.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="2"/>')
@@ -98,7 +106,7 @@ def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], title: str, 
         for x, y in points:
             px, py = at(x, y)
             body.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="{radius}" fill="{colour}">'
-                        f"<title>{escape(name)}: update {x:g}, {100 * y:.1f}%</title></circle>")
+                        f"<title>{escape(name)}: {escape(x_label)} {x:g}, {100 * y:.1f}%</title></circle>")
             if len(points) == 1:
                 body.append(f'<text x="{px + 9:.1f}" y="{py + 4:.1f}" class="value">{100 * y:.1f}%</text>')
         legend_y = top + 14 + index * 18

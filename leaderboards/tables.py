@@ -9,11 +9,12 @@ labels are shown short with the full value as a tooltip; a row's label links to 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seed_gym.leaderboards import formatting as fmt
 from seed_gym.leaderboards.boards import Board, EnvSection, Row
+from seed_gym.leaderboards.compare import PairedComparison
 from seed_gym.leaderboards.reference import ReferenceRow
 
 
@@ -200,3 +201,25 @@ def _reported_families(rows: Sequence[ReferenceRow], split: str) -> Table:
 
 def _source_cells(row: ReferenceRow) -> list[Cell]:
     return [Cell(row.source), Cell(row.tag), Cell(row.setting or fmt.DASH)]
+
+
+def comparison_measures(result: PairedComparison) -> list[tuple[str, str]]:
+    """(measure, value) lines of a paired comparison, as ``seed-gym compare`` prints them."""
+    def diff(value: float, ci: Sequence[float]) -> str:
+        return f"{fmt.signed_pct(value)} [{fmt.signed_pct(ci[0])}, {fmt.signed_pct(ci[1])}]"
+
+    return [("shared tasks / episode pairs", f"{result.tasks} / {result.pairs}"),
+            ("success % A", fmt.pct(result.success_a)), ("success % B", fmt.pct(result.success_b)),
+            ("success diff B-A (95% CI)", diff(result.success_diff, result.success_diff_ci)),
+            ("score diff B-A (95% CI)", diff(result.score_diff, result.score_diff_ci)),
+            ("discordant: only A won / only B won", f"{result.a_only_won} / {result.b_only_won}"),
+            ("McNemar exact p", fmt.p_value(result.p_value))]
+
+
+def comparison_table(results: Mapping[str, PairedComparison], caption: str) -> Table:
+    """``seed-gym compare``'s measures side by side: one column per named comparison."""
+    columns = list(results.values())
+    measures = [comparison_measures(result) for result in columns]
+    rows = [[Cell(name)] + [Cell(lines[index][1], numeric=True) for lines in measures]
+            for index, (name, _) in enumerate(measures[0] if measures else [])]
+    return Table(["measure", *results], rows, kind="comparison", caption=caption)

@@ -85,19 +85,21 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         out: Path = typer.Option(Path("runs/repro"), help="Folder of every stage's run folder and the report."),
         stage: Optional[str] = typer.Option(None, help="Run this stage alone (its inputs must be done)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (done / to do) and stop."),
+        report_only: bool = typer.Option(False, "--report-only",
+                                         help="Only rebuild the report from the RL stages finished so far."),
     ) -> None:
         """The SEED experiment in miniature: tiny model -> SFT -> hindsight-skill SFT -> every RL arm x seed
-        -> report (OUT/report/report.md). Every stage resumes; finished stages are skipped."""
+        -> report (OUT/report/report.html, .md, .json). Every stage resumes; finished stages are skipped."""
         from seed_gym.training.reproduce import PresetError, reproduce
 
         try:
-            reproduce(preset, out, stage=stage, dry_run=dry_run, echo=lambda line: console.print(line, markup=False, soft_wrap=True),
+            reproduce(preset, out, stage=stage, dry_run=dry_run, report_only=report_only, echo=lambda line: console.print(line, markup=False, soft_wrap=True),
                       on_row=lambda row: console.print(f"[dim]update {row['update']}[/] {_describe(row).splitlines()[0]}"))
         except PresetError as error:
             console.print(f"[red]{error}[/]")
             raise typer.Exit(2) from None
-        if not dry_run and stage in (None, "report"):
-            console.print(f"report: {out / 'report' / 'report.md'}")
+        if not dry_run and not report_only and stage in (None, "report"):
+            console.print(f"report: {out / 'report' / 'report.html'} (and report.md, report.json)")
 
     @bench_app.command("train")
     def bench_train(

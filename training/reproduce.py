@@ -11,7 +11,7 @@ arms and the settings of every stage. The plan, per env (``OUT`` is ``--out``):
                                       on skill-sft's base-policy episodes (:func:`.skills.offline_skill_bank`)
 ``rl/<env>/<arm>/seed-<n>``           one RL run per arm and seed, all with the same rollout budget
                                       (the ``[rl]`` table); each evaluates its start as update 0
-``report``                            Markdown + JSON (:mod:`.reproduce_report`)
+``report``                            HTML + Markdown + JSON (:mod:`.reproduce_report`)
 ====================================  ==============================================================
 
 Rules:
@@ -21,6 +21,9 @@ Rules:
   and is skipped.
 * ``--stage NAME`` runs that stage alone (the stages it reads must have finished); ``--dry-run``
   prints the plan and what is done.
+* ``--report-only`` rebuilds the report from the RL stages that have finished, without running any
+  stage, even when the report was built before (after a renderer changed, say). With RL stages still
+  unfinished it says which, and the report stage is not marked done.
 * Settings merge in this order: ``[common]`` < the stage kind's table (``[sft]``, ``[skill_sft]``,
   ``[rl]``) < ``[env_settings.<env>.<table>]`` (``common``, ``sft``, ...) < the arm's own table. An arm's ``start`` is
   ``"sft"`` or ``"skill-sft"``; ``skill_bank = "offline"`` means the env's offline library.
@@ -206,14 +209,42 @@ def build_offline_library(stage: Stage) -> None:
     bank.save(stage.out / "bank")
 
 
+def rebuild_report(stages: list[Stage], preset: dict[str, Any], echo: Callable[[str], None] = print) -> Path:
+    """The report of the RL stages finished so far, rebuilt whether or not it was built before."""
+    from seed_gym.training.reproduce_report import write_report
+
+    rl = [s for s in stages if s.kind == "rl"]
+    finished = [s for s in rl if s.done()]
+    if not finished:
+        raise PresetError("no RL stage has finished yet: nothing to report")
+    report = next(s for s in stages if s.kind == "report")
+    report.out.mkdir(parents=True, exist_ok=True)
+    (report.out / MARKER).unlink(missing_ok=True)
+    path = write_report(finished, preset, report.out)
+    if len(finished) < len(rl):
+        echo(f"[partial] the report leaves out {len(rl) - len(finished)} unfinished RL stages: "
+             + ", ".join(s.name for s in rl if not s.done()))
+    else:
+        (report.out / MARKER).write_text(json.dumps({"stage": report.name, "finished": True, "config": {}},
+                                                    indent=1) + "\n")
+    echo(f"[report] {path}")
+    return path
+
+
 def reproduce(preset_name: str | Path, out: str | Path, *, stage: str | None = None, dry_run: bool = False,
-              echo: Callable[[str], None] = print,
+              report_only: bool = False, echo: Callable[[str], None] = print,
               on_row: Callable[[dict[str, Any]], None] | None = None) -> list[Stage]:
-    """Run the preset's plan (or one ``stage`` of it); finished stages are skipped. Returns the plan."""
+    """Run the preset's plan (or one ``stage`` of it, or with ``report_only`` only rebuild the report);
+    finished stages are skipped. Returns the plan."""
     preset = load_preset(preset_name)
     stages = plan(preset, out)
     if stage is not None and stage not in {s.name for s in stages}:
         raise PresetError(f"no stage {stage!r}; stages: {', '.join(s.name for s in stages)}")
+    if report_only and (stage is not None or dry_run):
+        raise PresetError("--report-only runs no stage: it goes without --stage and --dry-run")
+    if report_only:
+        rebuild_report(stages, preset, echo)
+        return stages
     if dry_run:
         for line in describe(stages):
             echo(line)

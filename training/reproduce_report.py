@@ -1,4 +1,4 @@
-"""The report of a ``seed-gym reproduce`` run: Markdown + JSON from the RL stages' run folders.
+"""The report of a ``seed-gym reproduce`` run: HTML, Markdown and JSON from the RL stages' run folders.
 
 What it holds, per env (every number is read from the runs' ``metrics.jsonl`` and evaluation
 episodes; nothing is typed in except the paper's rows, which are labelled as such):
@@ -8,55 +8,58 @@ episodes; nothing is typed in except the paper's rows, which are labelled as suc
 * **Final**: success at the start (update 0: the arm's SFT start) and at the last evaluation, per
   split, pooled over seeds, with a 95% Wilson interval over the pooled episodes.
 * **Paired comparisons** on the same evaluation episodes (same seed, same task list): each arm's end
-  against its start, and each arm against ``grpo``; the mean difference and a 95% paired bootstrap
-  interval over (seed, episode) pairs (2,000 resamples, seeded).
+  against its start, and each arm against ``grpo``; the mean difference over (seed, episode) pairs and
+  its 95% paired bootstrap interval, resampling (seed, task) clusters as ``seed-gym compare`` does
+  (:func:`seed_gym.leaderboards.compare.paired_bootstrap_ci`).
+* **Updates to reach a threshold**: per split, the threshold is the ``grpo`` arm's final success (the
+  mean over seeds at its last evaluation): the baseline's end level. Per arm, the first evaluated update
+  (and its env steps) whose mean-over-seeds success reaches it; None ("not reached") when none does;
+  update 0 when the arm's start already does.
+* **SEED against GRPO**: ``seed-gym compare`` (:func:`seed_gym.leaderboards.compare.compare_run_pairs`) of
+  the two arms' final evaluations on ``unseen``, per seed (A = grpo, B = seed, same seed) and pooled over
+  the seeds.
+* **Ablations** (the paper's Table 2): ``seed`` and each of :data:`ABLATIONS` at their start and end, with
+  the paired difference ablation − seed at the end (as the comparisons above).
 * **Training statistics**: mean ``gate_mean``, ``gate_active_ratio``, ``teacher_gap_mean`` and the
-  analyzer's ``skill_parse_rate`` over the first and the second half of training; summed per-phase
-  seconds (``time/<phase>_s``).
+  analyzer's ``skill_parse_rate`` over the first and the second half of training, and per update (mean,
+  min, max over seeds) for those that are rates; per-phase seconds per update
+  (:func:`seed_gym.training.costs.phase_table` over every seed's update rows) and wall seconds per seed.
 * **Reference**: the SEED paper's Qwen2.5-3B numbers (seed-method.md §12.2, §12.5), labelled as the
   paper's, on another scale: they are not comparable with the runs above.
+
+:func:`write_report` writes ``report.json`` (the data), ``report.md`` and ``report.html`` (one offline page;
+both rendered by :mod:`seed_gym.leaderboards.experiment_report`).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import random
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-#: The SEED paper (arXiv 2607.14777), Qwen2.5-3B, 150 updates: (arm, ALFWorld, WebShop success).
+from seed_gym.leaderboards.compare import paired_bootstrap_ci
+from seed_gym.leaderboards.runs import metrics_rows
+from seed_gym.scoring import wilson_interval
+from seed_gym.training.costs import phase_table
+
+#: The SEED paper (arXiv 2607.14777), Qwen2.5-3B, 150 updates: (our arm, the paper's name, ALFWorld, WebShop success).
 PAPER_ROWS = (
-    ("grpo", 75.0, 63.3), ("grpo-opsd", 81.2, 66.4), ("sdar", 84.4, 68.0), ("seed", 91.8, 78.9),
-    ("seed w/o hindsight-skill SFT", 86.0, None), ("seed w/o self-evolution (frozen analyzer)", 87.0, None),
-    ("seed with static offline skills", 84.4, None),
+    ("grpo", "grpo", 75.0, 63.3), ("grpo-opsd", "grpo-opsd", 81.2, 66.4), ("sdar", "sdar", 84.4, 68.0),
+    ("seed", "seed", 91.8, 78.9), ("seed-no-skill-sft", "seed w/o hindsight-skill SFT", 86.0, None),
+    ("seed-frozen-analyzer", "seed w/o self-evolution (frozen analyzer)", 87.0, None),
+    ("seed-static-skills", "seed with static offline skills", 84.4, None),
 )
-BOOTSTRAP = 2000
-
-
-def wilson(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a success rate."""
-    if n == 0:
-        return (0.0, 0.0)
-    p = wins / n
-    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return ((centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n))
-
-
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
-    """(mean of a − b, 2.5%, 97.5% percentiles) over pairs resampled with replacement."""
-    diffs = [x - y for x, y in zip(a, b)]
-    if not diffs:
-        return (0.0, 0.0, 0.0)
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(diffs, k=len(diffs))) / len(diffs) for _ in range(BOOTSTRAP))
-    return (sum(diffs) / len(diffs), means[int(0.025 * BOOTSTRAP)], means[int(0.975 * BOOTSTRAP) - 1])
-
-
+#: SEED's Table 2 ablations, by arm name in the presets.
+ABLATIONS = ("seed-no-skill-sft", "seed-frozen-analyzer", "seed-static-skills")
+#: The arm whose final success is the threshold, and the split SEED is compared with it on.
+BASELINE, COMPARED_SPLIT = "grpo", "unseen"
+#: Training statistics that are rates, drawn per update.
+RATE_STATS = ("success_rate", "gate_mean", "gate_active_ratio", "skill_parse_rate")
 def read_run(folder: Path) -> dict[str, Any]:
     """A run's update rows and evaluation rows (the last row of each update/split wins)."""
-    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    rows = metrics_rows(folder)  # a line torn by a kill is skipped
     updates = {row["update"]: row for row in rows if "split" not in row}
     evals: dict[str, dict[int, dict[str, Any]]] = {}
     for row in rows:
@@ -78,11 +81,15 @@ def _band(values: list[float]) -> dict[str, float]:
 
 
 def _half_means(rows: list[dict[str, Any]], key: str) -> list[float | None]:
-    values = [row[key] for row in rows if isinstance(row.get(key), (int, float))]
+    """Mean of ``key`` over the rows of the first half of the updates, then of the second half (the rows
+    of every seed: halves are by update number, not by row order, which runs seed after seed)."""
+    values = [(row["update"], row[key]) for row in rows if isinstance(row.get(key), (int, float))]
     if not values:
         return [None, None]
-    half = max(1, len(values) // 2)
-    first, second = values[:half], values[half:] or values[:half]
+    updates = sorted({update for update, _ in values})
+    last_of_first = updates[max(1, len(updates) // 2) - 1]
+    first = [v for u, v in values if u <= last_of_first]
+    second = [v for u, v in values if u > last_of_first] or first
     return [sum(first) / len(first), sum(second) / len(second)]
 
 
@@ -91,12 +98,11 @@ def summarise(runs: list[tuple[str, str, int, Path]]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     loaded = [(env, arm, seed, read_run(folder)) for env, arm, seed, folder in runs]
     for env in dict.fromkeys(env for env, *_ in loaded):
-        arms: dict[str, Any] = {}
-        for arm in dict.fromkeys(a for e, a, *_ in loaded if e == env):
-            seeds = [(seed, run) for e, a, seed, run in loaded if e == env and a == arm]
-            arms[arm] = summarise_arm(seeds)
-        data[env] = {"arms": arms, "comparisons": compare(arms, {arm: [(seed, run) for e, a, seed, run in loaded
-                                                                       if e == env and a == arm] for arm in arms})}
+        runs_of = {arm: [(seed, run) for e, a, seed, run in loaded if e == env and a == arm]
+                   for arm in dict.fromkeys(a for e, a, *_ in loaded if e == env)}
+        arms = {arm: summarise_arm(seeds) for arm, seeds in runs_of.items()}
+        data[env] = {"arms": arms, "comparisons": compare(arms, runs_of), "thresholds": thresholds(arms),
+                     "ablation": ablation(arms, runs_of), "seed_vs_grpo": seed_vs_grpo(runs_of)}
     return data
 
 
@@ -120,21 +126,108 @@ def summarise_arm(seeds: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
                 ("gate_mean", "gate_active_ratio", "teacher_gap_mean", "skill_parse_rate", "success_rate")}
     phases = sorted({k for row in updates for k in row if k.startswith("time/")})
     cost = {k: sum(row.get(k, 0.0) for row in updates) / len(seeds) for k in phases}
+    per_update = [{"phase": phase, "seconds": seconds, "share": share, "count": count}
+                  for phase, seconds, share, count in phase_table(updates)]
+    wall = [sum(row.get("seconds", 0.0) + row.get("time/eval_s", 0.0) for row in run["updates"]) for _, run in seeds]
     return {"seeds": [seed for seed, _ in seeds], "curves": curves, "final": final, "training": training,
-            "cost_per_seed": cost}
+            "training_curves": training_curves(seeds), "cost_per_seed": cost, "phases_per_update": per_update,
+            "wall_seconds_per_seed": sum(wall) / len(wall)}
+
+
+def training_curves(seeds: list[tuple[int, dict[str, Any]]]) -> dict[str, list[dict[str, float]]]:
+    """Each of :data:`RATE_STATS` that the update rows carry -> per update: mean, min, max over the seeds."""
+    curves = {}
+    for key in RATE_STATS:
+        by_update: dict[int, list[float]] = {}
+        for _, run in seeds:
+            for row in run["updates"]:
+                if isinstance(row.get(key), (int, float)):
+                    by_update.setdefault(row["update"], []).append(float(row[key]))
+        if by_update:
+            curves[key] = [{"update": update, **_band(values)} for update, values in sorted(by_update.items())]
+    return curves
+
+
+def reached(curve: list[dict[str, Any]], level: float) -> dict[str, float] | None:
+    """The first point of a curve whose mean reaches ``level`` (its update and env steps), else None."""
+    for point in curve:
+        if point["mean"] >= level - 1e-9:  # rates of the same episode count compare exactly; allow rounding
+            return {"update": point["update"], "env_steps": point["env_steps"]}
+    return None
+
+
+def thresholds(arms: dict[str, Any]) -> dict[str, Any]:
+    """Per split: the baseline's final mean success and, per arm, where it first reaches it (module rules)."""
+    if BASELINE not in arms:
+        return {}
+    result = {}
+    for split, curve in arms[BASELINE]["curves"].items():
+        if curve:
+            level = curve[-1]["mean"]
+            result[split] = {"threshold": level, "arms": {arm: reached(summary["curves"].get(split, []), level)
+                                                          for arm, summary in arms.items()}}
+    return result
+
+
+def ablation(arms: dict[str, Any], runs: dict[str, list[tuple[int, dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """``seed`` and its ablations per split: start, end, the paired end difference ablation − seed."""
+    if "seed" not in arms:
+        return []
+    paper = {arm: alfworld for arm, _, alfworld, _ in PAPER_ROWS}
+    rows = []
+    for split in arms["seed"]["final"]:
+        for arm in ("seed", *ABLATIONS):
+            final = arms.get(arm, {}).get("final", {}).get(split)
+            if final is None:
+                continue
+            versus = None if arm == "seed" else _paired(runs[arm], runs["seed"], split, "end", "end")
+            rows.append({"arm": arm, "split": split, "start": final["start"], "end": final["end"],
+                         "vs_seed": versus, "paper_alfworld": paper.get(arm)})
+    return rows
+
+
+def _end_run_dir(run: dict[str, Any], split: str) -> Path:
+    evals = run["evals"][split]
+    return Path(evals[max(evals)]["run_dir"])
+
+
+def seed_vs_grpo(runs: dict[str, list[tuple[int, dict[str, Any]]]], split: str = COMPARED_SPLIT) -> dict[str, Any] | None:
+    """``seed-gym compare`` of the baseline's (A) and ``seed``'s (B) final evaluations on ``split``, per seed
+    and pooled; None without both arms there. A run that cannot be compared is reported, not raised."""
+    from seed_gym.leaderboards.compare import compare_run_pairs
+    from seed_gym.leaderboards.runs import SubmissionError, load_run
+
+    if BASELINE not in runs or "seed" not in runs:
+        return None
+    baseline = dict(runs[BASELINE])
+    folders = [(seed, _end_run_dir(baseline[seed], split), _end_run_dir(run, split)) for seed, run in runs["seed"]
+               if seed in baseline and split in run["evals"] and split in baseline[seed]["evals"]]
+    if not folders:
+        return None
+    result: dict[str, Any] = {"split": split, "a": BASELINE, "b": "seed",
+                              "commands": [f"seed-gym compare {a} {b}" for _, a, b in folders], "columns": {}}
+    try:
+        loaded = [(seed, load_run(a), load_run(b)) for seed, a, b in folders]
+        for seed, a, b in loaded:
+            result["columns"][f"seed {seed}"] = asdict(compare_run_pairs([(a, b)]))
+        if len(loaded) > 1:
+            result["columns"][f"pooled ({len(loaded)} seeds)"] = asdict(compare_run_pairs([(a, b) for _, a, b in loaded]))
+    except SubmissionError as error:
+        result["error"] = str(error)
+    return result
 
 
 def pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
     wins = sum(round(row["success_rate"] * row["episodes"]) for row in rows)
     n = sum(row["episodes"] for row in rows)
-    low, high = wilson(wins, n)
+    low, high = wilson_interval(wins, n)
     return {"success": wins / max(1, n), "episodes": n, "ci95": [low, high]}
 
 
 def _paired(first: list[tuple[int, dict[str, Any]]], second: list[tuple[int, dict[str, Any]]], split: str,
             first_update: str, second_update: str) -> dict[str, Any] | None:
     """Paired difference first − second over (seed, episode) pairs of one split's evaluations."""
-    a_all, b_all = [], []
+    clusters: dict[tuple[int, str], list[float]] = {}  # (seed, task id) -> its pairs' differences
     other = dict(second)
     for seed, run in first:
         if seed not in other or split not in run["evals"] or split not in other[seed]["evals"]:
@@ -144,12 +237,12 @@ def _paired(first: list[tuple[int, dict[str, Any]]], second: list[tuple[int, dic
         b_row = b_evals[max(b_evals)] if second_update == "end" else b_evals[min(b_evals)]
         a, b = outcomes(a_row["run_dir"]), outcomes(b_row["run_dir"])
         for episode in sorted(set(a) & set(b)):
-            a_all.append(a[episode])
-            b_all.append(b[episode])
-    if not a_all:
+            clusters.setdefault((seed, episode.rsplit("#", 1)[0]), []).append(a[episode] - b[episode])
+    if not clusters:
         return None
-    mean, low, high = paired_bootstrap(a_all, b_all)
-    return {"diff": mean, "ci95": [low, high], "pairs": len(a_all)}
+    differences = [d for cluster in clusters.values() for d in cluster]
+    return {"diff": sum(differences) / len(differences), "ci95": paired_bootstrap_ci(list(clusters.values())),
+            "pairs": len(differences)}
 
 
 def compare(arms: dict[str, Any], runs: dict[str, list[tuple[int, dict[str, Any]]]]) -> list[dict[str, Any]]:
@@ -166,63 +259,17 @@ def compare(arms: dict[str, Any], runs: dict[str, list[tuple[int, dict[str, Any]
     return rows
 
 
-def _pct(value: float | None) -> str:
-    return "" if value is None else f"{100 * value:.1f}"
-
-
-def markdown(data: dict[str, Any], preset: dict[str, Any]) -> str:
-    lines = [f"# seed-gym reproduce: preset {preset.get('name', '?')}", "",
-             str(preset.get("description", "")).strip(), "",
-             f"Seeds: {', '.join(map(str, preset.get('seeds', [])))}. Success in %; CIs are 95%.", ""]
-    for env, content in data.items():
-        lines += [f"## {env}", "", "### Final success (pooled over seeds, Wilson CI)", "",
-                  "| arm | split | start | end | end CI | episodes | end update |", "|---|---|---|---|---|---|---|"]
-        for arm, summary in content["arms"].items():
-            for split, final in summary["final"].items():
-                ci = final["end"]["ci95"]
-                lines.append(f"| {arm} | {split} | {_pct(final['start']['success'])} | {_pct(final['end']['success'])} "
-                             f"| [{_pct(ci[0])}, {_pct(ci[1])}] | {final['end']['episodes']} | {final['end_update']} |")
-        lines += ["", "### Paired comparisons (same evaluation episodes; paired bootstrap CI)", "",
-                  "| comparison | split | difference | CI | pairs |", "|---|---|---|---|---|"]
-        for row in content["comparisons"]:
-            lines.append(f"| {row['comparison']} | {row['split']} | {_pct(row['diff'])} | "
-                         f"[{_pct(row['ci95'][0])}, {_pct(row['ci95'][1])}] | {row['pairs']} |")
-        lines += ["", "### Success against updates and env steps (mean over seeds [min, max])", ""]
-        for arm, summary in content["arms"].items():
-            for split, curve in summary["curves"].items():
-                points = ", ".join(f"u{p['update']} ({p['env_steps']:.0f} steps): {_pct(p['mean'])} "
-                                   f"[{_pct(p['min'])}, {_pct(p['max'])}]" for p in curve)
-                lines.append(f"- {arm} / {split}: {points}")
-        lines += ["", "### Training statistics (first half → second half of the updates)", "",
-                  "| arm | train success | gate mean | gate > 0.5 | teacher gap | skill parse rate |",
-                  "|---|---|---|---|---|---|"]
-        for arm, summary in content["arms"].items():
-            t = summary["training"]
-            cells = ["–" if t[key][0] is None else " → ".join(f"{v:.3g}" for v in t[key]) for key in
-                     ("success_rate", "gate_mean", "gate_active_ratio", "teacher_gap_mean", "skill_parse_rate")]
-            lines.append(f"| {arm} | " + " | ".join(cells) + " |")
-        lines += ["", "### Per-phase seconds per seed", "", "| arm | " + " | ".join(PHASES) + " |",
-                  "|---|" + "---|" * len(PHASES)]
-        for arm, summary in content["arms"].items():
-            lines.append(f"| {arm} | " + " | ".join(f"{summary['cost_per_seed'].get(f'time/{p}_s', 0.0):.1f}"
-                                                    for p in PHASES) + " |")
-        lines.append("")
-    lines += ["## Reference: the SEED paper (Qwen2.5-3B, 150 updates; arXiv 2607.14777) — not comparable", "",
-              "| paper arm | ALFWorld | WebShop succ |", "|---|---|---|"]
-    lines += [f"| {arm} (paper) | {alf} | {'' if web is None else web} |" for arm, alf, web in PAPER_ROWS]
-    return "\n".join(lines) + "\n"
-
-
-PHASES = ("env", "generate", "analyzer", "old_logprobs", "ref_logprobs", "teacher_logprobs", "update", "eval")
-
-
 def write_report(stages: Sequence[Any], preset: dict[str, Any], out: Path) -> Path:
-    """``report.json`` and ``report.md`` of the finished RL stages (objects with env, arm, seed, out)."""
+    """``report.json``, ``report.md`` and ``report.html`` of the finished RL stages (objects with env, arm,
+    seed, out); returns the Markdown's path."""
+    from seed_gym.leaderboards.experiment_report import render_html, render_markdown
+
     data = summarise([(s.env, s.arm, s.seed, Path(s.out)) for s in stages])
     out.mkdir(parents=True, exist_ok=True)
     payload = {"preset": preset, "envs": data,
-               "reference": [{"arm": a, "alfworld": alf, "webshop_success": web, "source": "arXiv 2607.14777 [P]"}
-                             for a, alf, web in PAPER_ROWS]}
+               "reference": [{"arm": arm, "paper_arm": name, "alfworld": alf, "webshop_success": web,
+                              "source": "arXiv 2607.14777 [P]"} for arm, name, alf, web in PAPER_ROWS]}
     (out / "report.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
-    (out / "report.md").write_text(markdown(data, preset))
+    (out / "report.md").write_text(render_markdown(payload))
+    (out / "report.html").write_text(render_html(payload))
     return out / "report.md"

@@ -53,8 +53,12 @@ def test_the_micro_preset_runs_every_stage_resumes_and_reports(tmp_path):
     assert arms["grpo"]["final"]["unseen"]["end"]["episodes"] == 4 and arms["grpo"]["final"]["unseen"]["end_update"] == 1
     assert [p["update"] for p in arms["gigpo"]["curves"]["unseen"]] == [0, 1]
     assert any(row["comparison"] == "seed - grpo (end)" for row in report["envs"]["toy-pick"]["comparisons"])
+    versus = report["envs"]["toy-pick"]["seed_vs_grpo"]  # seed-gym compare on the real evaluation folders
+    assert "error" not in versus and versus["columns"]["seed 0"]["pairs"] == 4
     markdown = (out / "report" / "report.md").read_text()
-    assert "| seed-static-skills | unseen |" in markdown and "(paper)" in markdown
+    assert "| seed-static-skills | unseen |" in markdown and "| reported | seed |" in markdown
+    html = (out / "report" / "report.html").read_text()
+    assert html.count('<figure data-curve="toy-pick/unseen/') == 2 and "seed-gym compare" in html
 
     # a second run skips everything; a stage killed after training finishes it without redoing updates
     grpo = out / "rl" / "toy-pick" / "grpo" / "seed-0"

@@ -13,7 +13,7 @@ import pytest
 import seed_gym.registry
 from seed_gym.leaderboards import formatting as fmt
 from seed_gym.leaderboards.boards import build_boards, split_sort_key
-from seed_gym.leaderboards.compare import compare_runs, mcnemar_exact, paired_bootstrap_ci
+from seed_gym.leaderboards.compare import compare_run_pairs, compare_runs, mcnemar_exact, paired_bootstrap_ci
 from seed_gym.leaderboards.reference import ReferenceRow, all_reference_rows, reference_rows
 from seed_gym.leaderboards.render_html import render_html
 from seed_gym.leaderboards.render_md import render_markdown
@@ -21,35 +21,10 @@ from seed_gym.leaderboards.report import build_report, write_report
 from seed_gym.leaderboards.runs import SubmissionError, load_inputs, load_run, parse_metrics, parse_submission
 from seed_gym.leaderboards.tables import generalization_table
 from seed_gym.profile import EnvProfile
-from seed_gym.records import EpisodeRecord, RunDir, StepRecord
-from seed_gym.scoring import summarize
+
+from run_folders import make_run, tasks  # the helper beside this file
 
 GOOD_SUBMISSION = {"name": "Team X", "model": "tiny-1", "contact": "x@example.org", "date": "2026-12-01"}
-
-
-def make_run(path: Path, outcomes: list[tuple[str, str, bool]], *, agent: str = "random", split: str = "unseen",
-             env: str = "alfworld", summary: bool = True, planned: int | None = None, **identity) -> Path:
-    """A run directory with one episode per (task id, family, won); each episode has 2 steps."""
-    task_ids = [task_id for task_id, _, _ in outcomes]
-    ident = {"env": env, "env_version": "v1", "env_kwargs": {}, "split": split, "split_fingerprint": f"sha256:{split}fp0000000000",
-             "data_fingerprint": "sha256:data000000000000", "agent": agent, "max_steps": 10, "group": 1,
-             "seed": 0, "tasks": planned or len(outcomes), "tasks_fingerprint": "sha256:tasks00000000000", **identity}
-    run = RunDir(path)
-    run.open(ident, {"task_ids": task_ids, "provenance": {"git_commit": "abc123", "created": "2026-12-01T00:00:00"}})
-    records = [EpisodeRecord(episode_id=f"{tid}#0", task={"id": tid, "split": split, "family": fam, "instruction": ""},
-                             agent=agent, group_index=0, seed=0,
-                             steps=[StepRecord(0, "o", "a", 0.0, False), StepRecord(1, "o", "b", float(won), not won)],
-                             final_observation="", won=won, score=float(won), total_reward=float(won),
-                             status="completed", wall_seconds=0.1) for tid, fam, won in outcomes]
-    run.append(records)
-    if summary:
-        run.write_summary(summarize(records))
-    return path
-
-
-def tasks(pattern: str, family: str = "pick") -> list[tuple[str, str, bool]]:
-    """``"1010"`` -> tasks t0..t3 with won = 1, 0, 1, 0."""
-    return [(f"t{i}", family, c == "1") for i, c in enumerate(pattern)]
 
 
 # -- paired statistics ------------------------------------------------------------------------
@@ -82,6 +57,21 @@ def test_compare_runs_counts_discordant_pairs_and_lists_differing_tasks(tmp_path
     assert result.p_value == pytest.approx(1.0)  # 2 * (1 + 3) / 8, capped
     assert [d.task_id for d in result.differing] == ["t0", "t2", "t3"]
     assert result.success_diff_ci[0] <= 0.2 <= result.success_diff_ci[1]
+
+
+def test_pooled_comparison_pairs_within_each_run_pair_and_adds_the_discordant_counts(tmp_path: Path) -> None:
+    # two seeds evaluated the same task ids: pooled, each seed's tasks are clusters of their own
+    seeds = [("11000", "01110"), ("1010", "1111")]
+    pairs = [(load_run(make_run(tmp_path / f"a{i}", tasks(a), agent="a")),
+              load_run(make_run(tmp_path / f"b{i}", tasks(b), agent="b"))) for i, (a, b) in enumerate(seeds)]
+    alone = [compare_runs(a, b) for a, b in pairs]
+    pooled = compare_run_pairs(pairs)
+    assert pooled.pairs == sum(r.pairs for r in alone) == 9 and pooled.tasks == 9
+    assert pooled.success_diff == pytest.approx(sum(r.success_diff * r.pairs for r in alone) / pooled.pairs)
+    assert (pooled.a_only_won, pooled.b_only_won) == (sum(r.a_only_won for r in alone), sum(r.b_only_won for r in alone))
+    assert pooled.p_value == pytest.approx(mcnemar_exact(pooled.a_only_won, pooled.b_only_won))
+    assert {d.task_id for d in pooled.differing} == {f"{i}/{d.task_id}" for i, r in enumerate(alone) for d in r.differing}
+    assert compare_run_pairs(pairs[:1]) == alone[0]  # one pair is the plain comparison
 
 
 def test_compare_pairs_only_shared_tasks(tmp_path: Path) -> None:
