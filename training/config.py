@@ -160,8 +160,7 @@ class TrainConfig(BaseModel):
     sft_prompt_weight: float = 0.0
     """Weight of a next-token loss on the prompt too (0: responses only)."""
     autocast: Optional[Literal["auto", "bfloat16", "float16"]] = None
-    """Run SFT forward passes under torch autocast in this dtype (null: off; ``auto``: bfloat16
-    where the device runs it natively, else off; emulated bf16 is slower than float32)."""
+    """SFT forward passes under torch autocast in this dtype (null: off; auto: bf16 where native)."""
     # -- bookkeeping
     eval_every: int = 5
     """Evaluate every this many updates."""

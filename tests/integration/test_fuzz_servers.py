@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 import pytest
@@ -117,8 +117,9 @@ def webshop_request(shop_asins: list[str]) -> st.SearchStrategy[tuple[str, str, 
 
 def send(client: httpx.Client, base: str, method: str, path: str, body: Any) -> httpx.Response:
     url = base + path
-    if isinstance(body, dict):
-        return client.request(method, url, data=body)
+    if isinstance(body, dict):  # encoded here: a lone surrogate goes out as the invalid UTF-8 a broken client sends
+        form = urlencode(body, encoding="utf-8", errors="surrogatepass")
+        return client.request(method, url, content=form, headers={"Content-Type": "application/x-www-form-urlencoded"})
     if isinstance(body, bytes):
         return client.request(method, url, content=body, headers={"Content-Type": "application/json"})
     return client.request(method, url)
@@ -139,6 +140,12 @@ def test_fuzzed_webshop_requests_get_pages_or_4xx(servers, client):
 
     request()
     assert client.get(base + "/fixed_0").status_code == 200
+
+
+def test_a_search_form_with_invalid_utf8_gets_a_page_or_4xx(servers, client):
+    """The example CI's fuzzer found: a lone surrogate in the search form (invalid UTF-8 on the wire)."""
+    response = send(client, servers["webshop"], "POST", "/fixed_0", {"search_query": "\ud800"})
+    no_server_error(response)
 
 
 # -- retriever ------------------------------------------------------------------------------------
