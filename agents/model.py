@@ -27,7 +27,9 @@ model and picks one by ``rank_by`` (``sum``, ``mean`` or ``prefix``; :mod:`seed_
 greedily or, at ``temperature`` > 0, by sampling. It is the classic "score the admissible commands"
 decoding of text-game agents; it cannot emit an invalid action, so report it beside
 ``choose=generate`` rather than instead of it. Envs without an admissible list (Search-QA) fall
-back to generation.
+back to generation. With ``tokens``/``logprobs`` a ranked step records the chosen candidate's token
+ids (its encoding, then EOS) and their log-probs, so a trainer learns from ranked rollouts as from
+generated ones.
 """
 
 from __future__ import annotations
@@ -100,9 +102,6 @@ class AgentOptions:
             raise AgentSpecError(f"choose must be generate or rank, got {parsed.choose!r}")
         if parsed.rank_by not in RANK_RULES:
             raise AgentSpecError(f"rank_by must be one of {', '.join(RANK_RULES)}, got {parsed.rank_by!r}")
-        if parsed.choose == "rank" and (parsed.tokens or parsed.logprobs):
-            raise AgentSpecError("choose=rank generates no tokens; drop tokens/logprobs "
-                                 "(training samples with choose=generate)")
         if parsed.record_prompt not in {"full", "hash"}:
             raise AgentSpecError(f"record_prompt must be full or hash, got {parsed.record_prompt!r}")
         return parsed, rest
@@ -221,7 +220,10 @@ class ModelAgent(Agent):
         logprobs = self.backend.score_choice_ids(prompt, choice_ids)
         best = choose(choice_ids, logprobs, self.options.rank_by, params.temperature,
                       random.Random(params.seed_for(row)))
+        # The chosen candidate's tokens (its encoding + EOS) and their log-probs under the model are
+        # what a trainer reads back, as for a generated response (TrainConfig.rollout_choose).
         return Generation(text=texts[best], prompt_tokens=0, completion_tokens=0, finish_reason="stop",
+                          token_ids=list(choice_ids[best]), logprobs=list(logprobs[best]),
                           meta={"choice": "rank", "choice_logprob": round(sum(logprobs[best]), 4),
                                 "choices": len(texts), "latency_s": round(time.perf_counter() - started, 6)})
 

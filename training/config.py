@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from seed_gym.pools import DEFAULT_CALL_TIMEOUT
 from seed_gym.core import SeedGymError
@@ -66,6 +66,10 @@ class TrainConfig(BaseModel):
     """Past steps shown in the prompt (null: the template's default; -1: all)."""
     projection: str = "exact"
     """How a response maps to an admissible action: exact, fuzzy or none."""
+    rollout_choose: Literal["generate", "rank"] = "generate"
+    """How rollouts act: generate, or sample among the admissible actions ranked by rollout_rank_by (hf)."""
+    rollout_rank_by: Literal["sum", "mean", "prefix"] = "prefix"
+    """The rule rollout_choose=rank samples by (prefix: the model's tokens constrained to admissible actions)."""
     env_args: dict[str, Any] = {}
     """Env constructor arguments (what --env-arg sets)."""
     env_backend: str = "process"
@@ -225,6 +229,12 @@ class TrainConfig(BaseModel):
         if value < 0:
             raise ValueError("must be >= 0")
         return value
+
+    @model_validator(mode="after")
+    def _ranked_rollouts_need_scores(self) -> "TrainConfig":
+        if self.rollout_choose == "rank" and self.rollout_backend != "hf":
+            raise ValueError("rollout_choose=rank scores the admissible actions, which needs rollout_backend=hf")
+        return self
 
     def rl_max_steps(self) -> int | None:
         """The RL step cap; None leaves the env's own budget."""

@@ -10,7 +10,8 @@ arms and the settings of every stage. The plan, per env (``OUT`` is ``--out``):
 ``offline-skills/<env>``              the static library of ``seed-static``: the rule analyzer's skills
                                       on skill-sft's base-policy episodes (:func:`.skills.offline_skill_bank`)
 ``rl/<env>/<arm>/seed-<n>``           one RL run per arm and seed, all with the same rollout budget
-                                      (the ``[rl]`` table); each evaluates its start as update 0
+                                      (the ``[rl]`` table); each evaluates its start as update 0, and
+                                      arms from the same start and seed share that evaluation
 ``report``                            HTML + Markdown + JSON (:mod:`.reproduce_report`)
 ====================================  ==============================================================
 
@@ -24,6 +25,12 @@ Rules:
 * ``--report-only`` rebuilds the report from the RL stages that have finished, without running any
   stage, even when the report was built before (after a renderer changed, say). With RL stages still
   unfinished it says which, and the report stage is not marked done.
+* The update-0 evaluation of an RL stage is a function of its start, seed and evaluation settings,
+  not of its algorithm. When an earlier arm with the same start, seed and settings (everything but
+  :data:`ARM_ONLY`) has finished that evaluation, its folders are copied in before the run starts
+  and the trainer's resume reads them back (its identity check refuses a copy that is a different
+  evaluation), so 8 arms evaluate each start once per seed, and their paired comparisons against the
+  start share one baseline.
 * Settings merge in this order: ``[common]`` < the stage kind's table (``[sft]``, ``[skill_sft]``,
   ``[rl]``) < ``[env_settings.<env>.<table>]`` (``common``, ``sft``, ...) < the arm's own table. An arm's ``start`` is
   ``"sft"`` or ``"skill-sft"``; ``skill_bank = "offline"`` means the env's offline library.
@@ -32,6 +39,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import tomllib
 from collections.abc import Callable
@@ -44,6 +52,8 @@ from seed_gym.core import SeedGymError
 
 STARTS = ("sft", "skill-sft")
 MARKER = "stage.json"
+#: RL settings that do not touch the start's evaluation: arms differing only here share it.
+ARM_ONLY = frozenset({"out", "algo", "analyzer", "analyzer_url", "analyzer_model", "skill_bank"})
 
 
 class PresetError(SeedGymError, ValueError):
@@ -179,6 +189,8 @@ def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
         from seed_gym.training.config import build_config
         from seed_gym.training.trainer import train
 
+        if stage.kind == "rl":
+            share_start_evaluation(stage, stages)
         train(build_config(stage.config), on_row=on_row)
     elif stage.kind == "offline-skills":
         build_offline_library(stage)
@@ -189,6 +201,30 @@ def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
     # seconds of this invocation (a resumed stage's earlier invocations are not counted)
     (stage.out / MARKER).write_text(json.dumps({"stage": stage.name, "finished": True, "seconds": round(time.time() - started, 1),
                                                 "config": stage.config}, indent=1, default=str) + "\n")
+
+
+def start_evaluation(out: Path) -> Path:
+    """Where an RL run keeps its evaluation of the start (TrainRun.eval_dir of update 0)."""
+    return out / "evals" / "update-000000"
+
+
+def share_start_evaluation(stage: Stage, stages: list[Stage]) -> Path | None:
+    """Copy the finished update-0 evaluation of an earlier arm with the same start, seed and settings
+    into ``stage`` (see the module rules); returns the folder it came from, or None."""
+    mine = start_evaluation(stage.out)
+    if mine.exists() or not stage.config.get("eval_initial"):
+        return None
+    key = {k: v for k, v in stage.config.items() if k not in ARM_ONLY}
+    for other in stages:
+        theirs = start_evaluation(other.out)
+        if (other is stage or other.kind != "rl" or not theirs.is_dir()
+                or {k: v for k, v in other.config.items() if k not in ARM_ONLY} != key):
+            continue
+        summaries = [folder / "summary.json" for folder in theirs.iterdir() if folder.is_dir()]
+        if summaries and all(s.is_file() and json.loads(s.read_text()).get("complete") for s in summaries):
+            shutil.copytree(theirs, mine)
+            return theirs
+    return None
 
 
 def build_offline_library(stage: Stage) -> None:

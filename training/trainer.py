@@ -160,10 +160,13 @@ def evaluate_checkpoint(config: TrainConfig, run: TrainRun, update: int, checkpo
 
 
 def eval_choice_params(config: TrainConfig) -> dict[str, str]:
-    """Agent options for ranked-choice evaluation; none for generation, so its spec stays as before."""
-    if config.eval_choose == "generate":
-        return {}
-    return {"choose": config.eval_choose, "rank_by": config.eval_rank_by}
+    """Agent options for ranked-choice evaluation."""
+    return choice_params(config.eval_choose, config.eval_rank_by)
+
+
+def choice_params(choose: str, rank_by: str) -> dict[str, str]:
+    """Agent options of a choice rule; none for generation, so its spec stays as before."""
+    return {} if choose == "generate" else {"choose": choose, "rank_by": rank_by}
 
 
 def default_eval_splits(config: TrainConfig) -> list[str]:
@@ -244,7 +247,8 @@ def collect_rollouts(state: RLRun, update: int, costs: PhaseCosts | None = None)
     done = rundir.finished()
     todo = [e for e in episodes if e.episode_id not in done]
     if todo:
-        params = agent_params(config, temperature=config.temperature, tokens=True)
+        params = (agent_params(config, temperature=config.temperature, tokens=True)
+                  | choice_params(config.rollout_choose, config.rollout_rank_by))
         if state.engine.kind == "vllm":
             params["logprobs"] = "1"  # the engine's own log-probs: sampling_logprob_gap
         agent = ModelAgent(AgentSpec(state.engine.kind, str(state.policy.path), tuple(sorted(params.items()))),

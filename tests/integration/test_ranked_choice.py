@@ -57,10 +57,10 @@ def test_a_one_token_prompt_has_no_cache_to_share_and_still_scores(backend):
     assert [x for row in fast for x in row] == pytest.approx([x for row in slow for x in row], abs=1e-4)
 
 
-def eval_run(tmp_path, tiny_model_dir, env, split, extra=(), rank_by="sum"):
+def eval_run(tmp_path, tiny_model_dir, env, split, extra=(), rank_by="sum", agent_options=""):
     out = tmp_path / f"{env}-{rank_by}"
     result = subprocess.run(
-        [sys.executable, "-m", "seed_gym.cli", "eval", "--agent", f"hf:{tiny_model_dir}@choose=rank,rank_by={rank_by},dtype=float32,max_new_tokens=16",
+        [sys.executable, "-m", "seed_gym.cli", "eval", "--agent", f"hf:{tiny_model_dir}@choose=rank,rank_by={rank_by},dtype=float32,max_new_tokens=16{agent_options}",
          "--env", env, "--split", split, "-n", "2", "--max-steps", "4", "--backend", "inline", "--out", str(out), *extra],
         capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
     assert result.returncode == 0, result.stdout + result.stderr
@@ -116,3 +116,11 @@ def test_rank_on_a_backend_that_cannot_score_is_a_clear_error():
                         env_id="webshop")
     with pytest.raises(BackendError, match="choose=rank needs a backend that scores text"):
         agent.act(["e0"], ["obs"], [{"admissible_actions": ["click[buy now]"], "task": {"instruction": "x"}}])
+
+
+def test_a_ranked_step_can_record_the_chosen_candidates_tokens_and_log_probs(tmp_path, tiny_model_dir, backend):
+    _, episodes = eval_run(tmp_path, tiny_model_dir, "webshop", "test", agent_options=",tokens=1,logprobs=1")
+    for step in (s for e in episodes for s in e["steps"]):
+        assert step["token_ids"] == backend.choice_ids([step["response"]])[0]
+        assert len(step["logprobs"]) == len(step["token_ids"])
+        assert sum(step["logprobs"]) == pytest.approx(step["meta"]["choice_logprob"], abs=1e-3)

@@ -46,6 +46,12 @@ def test_the_micro_preset_runs_every_stage_resumes_and_reports(tmp_path):
     teacher = out / "rl" / "toy-pick" / "seed-static-skills" / "seed-0" / "rollouts" / "update-000001" / "teacher.jsonl"
     assert "Take the" in teacher.read_text()
 
+    # each start was evaluated once: arms from the same start read back the first arm's update-0 episodes
+    def start_episodes(arm):
+        return (out / "rl" / "toy-pick" / arm / "seed-0" / "evals" / "update-000000" / "unseen" / "episodes.jsonl").read_text()
+    assert start_episodes("gigpo") == start_episodes("grpo") == start_episodes("seed-no-skill-sft")
+    assert start_episodes("seed-frozen-analyzer") == start_episodes("seed") != start_episodes("grpo")
+
     report = json.loads((out / "report" / "report.json").read_text())
     arms = report["envs"]["toy-pick"]["arms"]
     assert set(arms) == {"grpo", "gigpo", "grpo-opsd", "sdar", "seed", "seed-no-skill-sft", "seed-frozen-analyzer",

@@ -52,6 +52,26 @@ def test_every_algorithm_runs_updates_end_to_end_on_every_env(tiny_model_dir, tm
     assert (checkpoint / "config.json").exists() and (checkpoint / "model.safetensors").exists()
 
 
+def test_ranked_rollouts_act_only_admissibly_and_train_on_the_chosen_candidates_tokens(tiny_model_dir, tmp_path):
+    """rollout_choose=rank: every rollout step is an admissible action, recorded with the tokens the
+    policy is trained on (the candidate's encoding + EOS) and their log-probs under the policy."""
+    from transformers import AutoTokenizer
+
+    from seed_gym.agents.parsing import response_for
+    from seed_gym.records import RunDir
+
+    out = tmp_path / "run"
+    rows = run_training(tiny_model_dir, out, "grpo", "webshop", updates=1, rollout_choose="rank", temperature=1.0)
+    assert rows[0]["invalid_action_rate"] == 0.0 and rows[0]["format_valid_rate"] == 1.0
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    steps = [s for r in RunDir(out / "rollouts" / "update-000001").finished().values() for s in r.steps]
+    assert steps
+    for step in steps:
+        assert step.action in step.admissible_actions and step.meta["choice"] == "rank"
+        encoded = tokenizer(response_for(step.action), add_special_tokens=False)["input_ids"]
+        assert list(step.token_ids) == encoded + [tokenizer.eos_token_id]
+
+
 def test_seed_with_parsed_hindsight_skills_logs_the_gate_statistics(tiny_model_dir, tmp_path):
     rows = run_training(tiny_model_dir, tmp_path / "run", "seed", "webshop", analyzer="rule", updates=1)
     row = rows[0]

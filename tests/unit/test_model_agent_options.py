@@ -18,11 +18,14 @@ def test_choose_defaults_to_generation_and_accepts_rank():
     assert options.choose == "rank" and rest == {"dtype": "float32"}
 
 
+def test_ranked_choice_can_keep_tokens_for_training():
+    options, _ = AgentOptions.split({"choose": "rank", "tokens": "1", "logprobs": "1"})
+    assert options.tokens and options.logprobs
+
+
 @pytest.mark.parametrize("options, message", [
     ({"choose": "best"}, "choose must be generate or rank"),
     ({"choose": "rank", "rank_by": "max"}, "rank_by must be one of sum, mean, prefix"),
-    ({"choose": "rank", "tokens": "1"}, "choose=rank generates no tokens"),
-    ({"choose": "rank", "logprobs": "1"}, "choose=rank generates no tokens"),
 ])
 def test_bad_choose_options_are_clear_errors(options, message):
     with pytest.raises(AgentSpecError, match=message):

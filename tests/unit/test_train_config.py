@@ -55,6 +55,17 @@ def test_an_unknown_evaluation_choice_rule_is_refused(tmp_path):
         config(tmp_path, eval_choose="rank", eval_rank_by="max")
 
 
+def test_rollouts_generate_by_default_and_rank_admissible_actions_only_on_hf(tmp_path):
+    from seed_gym.training.trainer import choice_params
+
+    plain = config(tmp_path)
+    assert choice_params(plain.rollout_choose, plain.rollout_rank_by) == {}
+    ranked = config(tmp_path, rollout_choose="rank")
+    assert choice_params(ranked.rollout_choose, ranked.rollout_rank_by) == {"choose": "rank", "rank_by": "prefix"}
+    with pytest.raises(ValueError, match="rollout_choose=rank .* needs rollout_backend=hf"):
+        config(tmp_path, rollout_choose="rank", rollout_backend="vllm")
+
+
 def test_search_qa_rl_keeps_search_r1s_budget_and_limits():
     from seed_gym.registry import make
 

@@ -1,0 +1,64 @@
+"""``seed-gym reproduce`` evaluates each start once per seed: an RL stage copies the finished update-0
+evaluation of an earlier arm with the same start, seed and settings (training/reproduce.py rules)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from seed_gym.training.reproduce import plan, share_start_evaluation, start_evaluation
+
+PRESET = {"envs": ["webshop"], "seeds": [0, 1], "model": {"size": "tiny"}, "rl": {"updates": 2, "eval_n": 5},
+          "arms": {"grpo": {"algo": "grpo"}, "gigpo": {"algo": "gigpo"},
+                   "seed": {"algo": "seed", "start": "skill-sft"},
+                   "seed-frozen": {"algo": "seed", "start": "skill-sft", "analyzer": "frozen"},
+                   "grpo-hot": {"algo": "grpo", "eval_temperature": 1.0}}}
+
+
+def finish_evaluation(out: Path, splits: dict[str, bool]) -> None:
+    """An update-0 evaluation folder per split, complete or not."""
+    for split, complete in splits.items():
+        folder = start_evaluation(out) / split
+        folder.mkdir(parents=True)
+        (folder / "episodes.jsonl").write_text(f'{{"split": "{split}"}}\n')
+        (folder / "summary.json").write_text(json.dumps({"complete": complete}))
+
+
+def stages_by_name(tmp_path: Path) -> dict:
+    return {stage.name: stage for stage in plan(PRESET, tmp_path)}
+
+
+def test_an_arm_from_the_same_start_and_seed_copies_the_finished_evaluation(tmp_path):
+    stages = stages_by_name(tmp_path)
+    grpo, gigpo = stages["rl/webshop/grpo/seed-0"], stages["rl/webshop/gigpo/seed-0"]
+    finish_evaluation(grpo.out, {"test": True, "unseen": True})
+    assert share_start_evaluation(gigpo, list(stages.values())) == start_evaluation(grpo.out)
+    copied = start_evaluation(gigpo.out) / "unseen" / "episodes.jsonl"
+    assert copied.read_text() == (start_evaluation(grpo.out) / "unseen" / "episodes.jsonl").read_text()
+
+
+def test_the_analyzer_is_an_arm_setting_that_does_not_touch_the_start_evaluation(tmp_path):
+    stages = stages_by_name(tmp_path)
+    finish_evaluation(stages["rl/webshop/seed/seed-1"].out, {"test": True})
+    assert share_start_evaluation(stages["rl/webshop/seed-frozen/seed-1"], list(stages.values())) is not None
+
+
+def test_another_start_seed_or_evaluation_setting_gets_its_own_evaluation(tmp_path):
+    stages = stages_by_name(tmp_path)
+    finish_evaluation(stages["rl/webshop/grpo/seed-0"].out, {"test": True})
+    everything = list(stages.values())
+    for name in ("rl/webshop/seed/seed-0", "rl/webshop/gigpo/seed-1", "rl/webshop/grpo-hot/seed-0"):
+        assert share_start_evaluation(stages[name], everything) is None
+        assert not start_evaluation(stages[name].out).exists()
+
+
+def test_an_unfinished_evaluation_is_not_shared_and_an_existing_one_is_kept(tmp_path):
+    stages = stages_by_name(tmp_path)
+    everything = list(stages.values())
+    finish_evaluation(stages["rl/webshop/grpo/seed-0"].out, {"test": True, "unseen": False})
+    assert share_start_evaluation(stages["rl/webshop/gigpo/seed-0"], everything) is None
+    finish_evaluation(stages["rl/webshop/grpo/seed-1"].out, {"test": True})
+    finish_evaluation(stages["rl/webshop/gigpo/seed-1"].out, {"test": False})  # its own, resumed by the trainer
+    assert share_start_evaluation(stages["rl/webshop/gigpo/seed-1"], everything) is None
+    summary = start_evaluation(stages["rl/webshop/gigpo/seed-1"].out) / "test" / "summary.json"
+    assert json.loads(summary.read_text()) == {"complete": False}
