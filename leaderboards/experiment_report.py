@@ -26,7 +26,8 @@ from seed_gym.leaderboards.tables import Cell, Table, comparison_table
 from seed_gym.training.costs import OTHER, PHASES
 
 STAT_NAMES = {"success_rate": "train success", "gate_mean": "gate mean", "gate_active_ratio": "gate > 0.5",
-              "teacher_gap_mean": "teacher gap", "skill_parse_rate": "skill parse rate"}
+              "teacher_gap_mean": "teacher gap", "skill_parse_rate": "skill parse rate",
+              "invalid_action_rate": "train invalid", "advantage_abs_mean": "|advantage|"}
 X_AXES = {"updates": ("update", "update"), "env_steps": ("env_steps", "env steps")}
 
 
