@@ -9,7 +9,7 @@ Rules:
 * Rows on a board are ranked by success rate, then mean score (both descending), then label. Every
   row below the first is compared with the first (the board's best) by a paired test on the
   episodes they share (:func:`seed_gym.leaderboards.compare.compare_runs`: McNemar's exact test and
-  a task-bootstrap interval of the difference).
+  Newcombe's paired score interval of the difference).
 * Boards of one env and split that differ are told apart by what differs (``max steps 10``,
   ``4 tasks a722502f``), never by a bare variant number.
 * An **env section** holds the boards of one env, ordered by split: ``seen``, ``unseen``, other
@@ -17,7 +17,8 @@ Rules:
   each board in a column so seen and unseen sit side by side per submission.
 * Families (an env's task types, product categories, question sources) come from the records;
   renderers show them by the paper column names of the env's profile (``family_columns``). Success
-  intervals are Wilson intervals (:func:`seed_gym.scoring.success_interval`).
+  and invalid-action intervals are Wilson intervals (:func:`seed_gym.scoring.success_interval`,
+  :func:`seed_gym.scoring.invalid_interval`).
 * Rows of model agents carry their token, latency and format-validity figures
   (:mod:`seed_gym.leaderboards.usage`).
 """

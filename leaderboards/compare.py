@@ -4,8 +4,13 @@ Rules:
 
 * Episodes are paired by episode id (``task_id#group_index``); only pairs present in both runs
   count. Tasks in one run only are reported, not used.
-* The difference is **B minus A** (success rate and mean score over the pairs). Its 95% interval is
-  a paired cluster bootstrap: shared *tasks* are resampled with all their pairs, from a fixed seed.
+* The difference is **B minus A** (success rate and mean score over the pairs). The success
+  difference's 95% interval is Newcombe's hybrid score interval for paired proportions
+  (:func:`newcombe_paired_interval`), over the effective number of pairs (Kish's design effect with
+  the ICC of the pair differences over tasks, as the success rates' Wilson intervals do); unlike a
+  bootstrap it does not collapse to a point when every pair differs the same way. The score
+  difference's interval is a paired cluster bootstrap: shared *tasks* are resampled with all their
+  pairs, from a fixed seed.
 * Significance is McNemar's exact test on the discordant pairs: ``b`` = pairs A won and B lost,
   ``c`` = pairs B won and A lost; two-sided ``p = min(1, 2 * P(X <= min(b, c)))`` with
   ``X ~ Binomial(b + c, 1/2)``, and ``p = 1`` when there are no discordant pairs.
@@ -28,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from seed_gym.records import EpisodeRecord
-from seed_gym.scoring import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
+from seed_gym.scoring import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, grouped_effective_size, wilson_interval
 
 from seed_gym.leaderboards.runs import LoadedRun, SubmissionError
 
@@ -73,6 +78,34 @@ def mcnemar_exact(b: int, c: int) -> float:
         return 1.0
     tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+def newcombe_paired_interval(both: float, a_only: float, b_only: float, neither: float, *,
+                             effective_pairs: float | None = None) -> list[float]:
+    """95% interval of ``p_B - p_A`` for paired binary outcomes from the 2x2 counts of the pairs.
+
+    Newcombe's hybrid score interval without continuity correction (method 10 of R. G. Newcombe,
+    "Improved confidence intervals for the difference between binomial proportions based on paired
+    data", Statistics in Medicine 17:2635-2650, 1998; recommended by Fagerland, Lydersen and Laake,
+    Statistics in Medicine 33:2850-2875, 2014): each margin's Wilson interval, combined with the
+    phi correlation of the pairs (0 when a margin is empty). With ``effective_pairs`` the counts are
+    scaled to that many pairs (proportions and phi unchanged, the Wilson intervals wider).
+    """
+    n = both + a_only + b_only + neither
+    if n <= 0:
+        return [-1.0, 1.0]
+    scale = (effective_pairs or n) / n
+    a, b, c, d = (count * scale for count in (both, a_only, b_only, neither))
+    m = n * scale
+    p_a, p_b = (a + b) / m, (a + c) / m
+    (low_a, high_a), (low_b, high_b) = wilson_interval(a + b, m), wilson_interval(a + c, m)
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    phi = (a * d - b * c) / math.sqrt(margins) if margins > 0 else 0.0
+    below_b, above_a = p_b - low_b, high_a - p_a
+    above_b, below_a = high_b - p_b, p_a - low_a
+    low = p_b - p_a - math.sqrt(max(0.0, below_b ** 2 - 2 * phi * below_b * above_a + above_a ** 2))
+    high = p_b - p_a + math.sqrt(max(0.0, above_b ** 2 - 2 * phi * above_b * below_a + below_a ** 2))
+    return [max(-1.0, low), min(1.0, high)]
 
 
 def paired_bootstrap_ci(task_diffs: Sequence[Sequence[float]], *, samples: int = BOOTSTRAP_SAMPLES,
@@ -139,13 +172,17 @@ def compare_run_pairs(runs: Sequence[tuple[LoadedRun, LoadedRun]], *,
     score = [[(float(x.score), float(y.score)) for x, y in task_pairs] for task_pairs in by_task.values()]
     b_count = sum(x.won and not y.won for x, y in pairs)
     c_count = sum(y.won and not x.won for x, y in pairs)
+    both = sum(bool(x.won and y.won) for x, y in pairs)
+    differences = [[y - x for x, y in task] for task in won]
+    effective_pairs = grouped_effective_size([(len(t), sum(t), sum(v * v for v in t)) for t in differences])
     return PairedComparison(
         label_a=runs[0][0].label, label_b=runs[0][1].label, pairs=len(pairs), tasks=len(by_task),
         only_a=only_a, only_b=only_b,
         success_a=_mean(x for task in won for x, _ in task),
         success_b=_mean(y for task in won for _, y in task),
         success_diff=_mean(y - x for task in won for x, y in task),
-        success_diff_ci=paired_bootstrap_ci([[y - x for x, y in task] for task in won]),
+        success_diff_ci=newcombe_paired_interval(both, b_count, c_count, len(pairs) - both - b_count - c_count,
+                                                 effective_pairs=effective_pairs),
         score_diff=_mean(y - x for task in score for x, y in task),
         score_diff_ci=paired_bootstrap_ci([[y - x for x, y in task] for task in score]),
         a_only_won=b_count, b_only_won=c_count, p_value=mcnemar_exact(b_count, c_count),

@@ -181,9 +181,10 @@ def _env_html(env: EnvReport) -> str:
 def render_html(report: Report) -> str:
     nav = "".join(f'<a href="#env-{escape(e.env)}">{escape(e.env)}</a>' for e in report.envs)
     legend = ("<p class=\"legend\"><b>Measured</b> rows are runs in this report, scored from their "
-              "episode records; success intervals are 95% Wilson intervals (over effective episodes when a "
-              "task has several), other intervals 95% bootstrap CIs over tasks; n is a cell's episode count; "
-              "each row is tested against the board's best row on their paired episodes (McNemar exact p). "
+              "episode records; success and invalid-action intervals are 95% Wilson intervals (over effective "
+              "episodes or steps when a task has several), other intervals 95% bootstrap CIs over tasks; n is a "
+              "cell's episode count; each row is tested against the board's best row on their paired episodes "
+              "(Newcombe's paired interval of the difference, McNemar exact p). "
               "A row's name links to its episodes. Rows share a board only "
               "when env version, data, split and task fingerprints and the step budget all match. "
               "<span class=\"badge\">reported</span> rows are numbers copied from papers, shown "

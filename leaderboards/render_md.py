@@ -67,8 +67,9 @@ def _env_markdown(env: EnvReport) -> list[str]:
 def render_markdown(report: Report) -> str:
     parts = [f"# {report.title}",
              f"{len(report.runs)} runs · built {report.generated}. Measured rows are scored from their "
-             "episode records (success: 95% Wilson intervals; means: 95% bootstrap CIs over tasks; each row "
-             "paired against the board's best row, McNemar exact p); rows share a board only when their "
+             "episode records (success and invalid %: 95% Wilson intervals; means: 95% bootstrap CIs over tasks; "
+             "each row paired against the board's best row: Newcombe's paired interval, McNemar exact p); rows "
+             "share a board only when their "
              "fingerprints and step budget match. Rows marked *reported* are numbers from papers.",
              "Open `index.html` for the same tables with charts."]
     for env in report.envs:

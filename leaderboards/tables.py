@@ -66,7 +66,7 @@ def _paired_cell(row: Row) -> Cell:
                 detail=f"[{fmt.signed_pct(low)}, {fmt.signed_pct(high)}] p {fmt.p_value(result.p_value)}",
                 value=result.p_value, metric="paired_p", run=str(row.run.path),
                 numeric=True, tooltip=f"success of this row minus #1 over {result.pairs} paired episodes "
-                f"({result.tasks} tasks), 95% task-bootstrap interval; McNemar exact p "
+                f"({result.tasks} tasks), 95% Newcombe paired score interval; McNemar exact p "
                 f"({result.b_only_won} won only here, {result.a_only_won} only by #1)")
 
 

@@ -12,8 +12,10 @@ Metrics (one name, one meaning, everywhere):
   0% or 100% (10 wins of 10 is about [72, 100], not [100, 100]); episodes of one task (a group of
   G) are correlated, so its sample size is the effective one, ``episodes / deff`` with Kish's design
   effect ``deff = 1 + (mean group size - 1) * ICC`` (ICC by one-way ANOVA over tasks, clipped to
-  [0, 1]). The means (score, steps, invalid rate) get percentile intervals of a bootstrap that
-  resamples *tasks* with all their episodes (a cluster bootstrap), from a fixed seed.
+  [0, 1]). ``invalid_action_rate`` is a proportion of steps and gets the same interval, with a
+  task's steps as its group (a run that was invalid on every step is not ``[100, 100]``). The means
+  (score, steps) get percentile intervals of a bootstrap that resamples *tasks* with all their
+  episodes (a cluster bootstrap), from a fixed seed.
 
 Episodes with ``status == "error"`` count as failures and are also reported as ``errors``.
 """
@@ -21,7 +23,7 @@ Episodes with ``status == "error"`` count as failures and are also reported as `
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import math
@@ -99,30 +101,53 @@ def wilson_interval(successes: float, n: float, z: float = 1.959964) -> list[flo
 
 def effective_sample_size(groups: Sequence[tuple[int, int]]) -> float:
     """``episodes / deff`` for per-task ``(episodes, wins)`` (see the module rules)."""
-    n = sum(size for size, _ in groups)
+    return grouped_effective_size([(size, wins, wins) for size, wins in groups])
+
+
+def grouped_effective_size(groups: Sequence[tuple[int, float, float]]) -> float:
+    """``n / deff`` for per-group ``(size, sum of values, sum of squared values)``: Kish's design
+    effect with the ICC of the values by one-way ANOVA over the groups (0/1 values: a proportion)."""
+    groups = [group for group in groups if group[0] > 0]
+    n = sum(size for size, _, _ in groups)
     k = len(groups)
     if k < 2 or n <= k:
         return float(n)
-    p = sum(wins for _, wins in groups) / n
-    between = sum(size * (wins / size - p) ** 2 for size, wins in groups) / (k - 1)
-    within = sum(wins * (1 - wins / size) for size, wins in groups) / (n - k)
-    n0 = (n - sum(size * size for size, _ in groups) / n) / (k - 1)
+    mean = sum(total for _, total, _ in groups) / n
+    between = sum(size * (total / size - mean) ** 2 for size, total, _ in groups) / (k - 1)
+    within = sum(squares - total * total / size for size, total, squares in groups) / (n - k)
+    n0 = (n - sum(size * size for size, _, _ in groups) / n) / (k - 1)
     denominator = between + (n0 - 1) * within
     icc = min(1.0, max(0.0, (between - within) / denominator)) if denominator > 0 else 0.0
     return n / (1 + (n / k - 1) * icc)
 
 
-def success_interval(records: Sequence[EpisodeRecord]) -> list[float]:
-    """The 95% Wilson interval of the success rate, over the effective number of episodes."""
+def grouped_rate_interval(groups: Sequence[tuple[int, int]]) -> list[float]:
+    """The 95% Wilson interval of ``sum(hits) / sum(size)`` over per-group ``(size, hits)``, with the
+    effective sample size of the groups."""
+    n = sum(size for size, _ in groups)
+    n_eff = effective_sample_size([(size, hits) for size, hits in groups if size > 0])
+    return wilson_interval(sum(hits for _, hits in groups) / n * n_eff if n else 0.0, n_eff)
+
+
+def _per_task(records: Sequence[EpisodeRecord], size: Callable[[EpisodeRecord], int],
+              hits: Callable[[EpisodeRecord], int]) -> list[tuple[int, int]]:
+    """Per task: ``(sum of size, sum of hits)`` over its episodes."""
     by_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for record in records:
         counts = by_task[record.task["id"]]
-        counts[0] += 1
-        counts[1] += int(bool(record.won))
-    groups = [(size, wins) for size, wins in by_task.values()]
-    n = sum(size for size, _ in groups)
-    n_eff = effective_sample_size(groups)
-    return wilson_interval(sum(wins for _, wins in groups) / n * n_eff if n else 0.0, n_eff)
+        counts[0] += size(record)
+        counts[1] += hits(record)
+    return [(n, k) for n, k in by_task.values()]
+
+
+def success_interval(records: Sequence[EpisodeRecord]) -> list[float]:
+    """The 95% Wilson interval of the success rate, over the effective number of episodes."""
+    return grouped_rate_interval(_per_task(records, lambda r: 1, lambda r: int(bool(r.won))))
+
+
+def invalid_interval(records: Sequence[EpisodeRecord]) -> list[float]:
+    """The 95% Wilson interval of the invalid-action rate, over the effective number of steps."""
+    return grouped_rate_interval(_per_task(records, lambda r: r.num_steps, lambda r: r.num_invalid))
 
 
 def summarize(records: Iterable[EpisodeRecord], *, with_ci: bool = True) -> dict[str, Any]:
@@ -145,5 +170,6 @@ def summarize(records: Iterable[EpisodeRecord], *, with_ci: bool = True) -> dict
         **_metrics(_episode_arrays(records)),
         "macro_success_rate": float(np.mean([f["success_rate"] for f in per_family.values()])),
         "per_family": per_family,
-        "ci95": {**bootstrap_ci(records), "success_rate": success_interval(records)} if with_ci else {},
+        "ci95": {**bootstrap_ci(records), "success_rate": success_interval(records),
+                 "invalid_action_rate": invalid_interval(records)} if with_ci else {},
     }

@@ -50,6 +50,8 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         state_api: bool = typer.Option(False, help="Also serve GET /api/<sid>/state (session JSON with the goal: the answer key)."),
         max_sessions: int = typer.Option(10_000, min=1, help="Sessions held in memory in all."),
         max_sessions_per_client: int = typer.Option(1000, min=1, help="Sessions held per remote address."),
+        session_idle_s: float = typer.Option(600.0, min=0.001, help="A session unused this long (or finished) may "
+                                             "make room for a new one; live ones never do (full: 429/503)."),
         read_timeout: ReadTimeoutOption = DEFAULT_READ_TIMEOUT_S,
         keep_alive: KeepAliveOption = DEFAULT_KEEP_ALIVE_S,
         max_connections: MaxConnectionsOption = DEFAULT_MAX_CONNECTIONS,
@@ -59,7 +61,8 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         from seed_gym.serving import run_server
 
         app = create_app(data=data, num_products=products, seed=seed, goals=goals, state_api=state_api,
-                         max_sessions=max_sessions, max_sessions_per_client=max_sessions_per_client)
+                         max_sessions=max_sessions, max_sessions_per_client=max_sessions_per_client,
+                         session_idle_s=session_idle_s)
         run_server(app, host, port, read_timeout_s=read_timeout, keep_alive_s=keep_alive, max_connections=max_connections)
 
     @bench_app.command("webshop")

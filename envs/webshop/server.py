@@ -20,22 +20,28 @@ env's; Jinja2 autoescaping escapes whatever users type (HTML/JS is shown, never 
 State is per session and bounded: a query is cut to ``MAX_QUERY_CHARS`` (as in the text env); one
 over ``MAX_URL_KEYWORDS`` travels in URLs as a ``~k<crc><length>`` token that only its own session
 resolves, from its last ``LONG_QUERIES_PER_SESSION`` such queries. Sessions live in memory
-(:class:`SessionTable`): at most ``max_sessions_per_client`` per remote address (its least recently
-used goes first) and ``max_sessions`` in all, where a full table evicts from the client holding the
-most, so one client's flood of sessions evicts only its own.
+(:class:`SessionTable`): at most ``max_sessions_per_client`` per remote address and ``max_sessions``
+in all. A live session is never evicted, so no flood of new sessions (every local client shares the
+address 127.0.0.1) can wipe an episode in progress. The rule: a session is *live* until its episode is
+bought or it goes ``session_idle_s`` without a request; a new session that finds its address's quota or
+the table full takes the place of the least recently used evictable (not live) session there, and when
+there is none it is refused, 429 (address quota) or 503 (table full), with a ``Retry-After`` of the
+seconds until the oldest live session there can go idle.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
+import time
 import uuid
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import quote
 
 from starlette.requests import Request  # module level: FastAPI resolves route annotations here
@@ -51,6 +57,8 @@ MAX_BODY_BYTES = 2**20
 MAX_URL_KEYWORDS = 200
 LONG_QUERIES_PER_SESSION = 8
 MAX_SESSIONS_PER_CLIENT = 1000
+#: A session unused this long (and not finished) may be evicted: long enough for a slow agent's step.
+SESSION_IDLE_S = 600.0
 
 
 @dataclass
@@ -80,17 +88,29 @@ class Visit:
         return self.long_queries.get(part, part)
 
 
-class SessionTable:
-    """Visits by session id, bounded per client and in all (module docstring). Not thread-safe:
-    the app holds its lock around every call."""
+class SessionsFull(Exception):
+    """No room for a new session: every session its address (429) or the table (503) holds is live."""
 
-    def __init__(self, max_sessions: int, max_per_client: int) -> None:
+    def __init__(self, status: int, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.status, self.retry_after_s = status, retry_after_s
+
+
+class SessionTable:
+    """Visits by session id, bounded per client and in all; live sessions are never evicted (module
+    docstring). Not thread-safe: the app holds its lock around every call."""
+
+    def __init__(self, max_sessions: int, max_per_client: int, idle_s: float = SESSION_IDLE_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         for name, value in (("max_sessions", max_sessions), ("max_sessions_per_client", max_per_client)):
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
-        self.max_sessions, self.max_per_client = max_sessions, max_per_client
+        if not idle_s > 0:
+            raise ValueError(f"session_idle_s must be positive, got {idle_s}")
+        self.max_sessions, self.max_per_client, self.idle_s, self.clock = max_sessions, max_per_client, idle_s, clock
         self._visits: dict[str, Visit] = {}
-        self._by_client: dict[str, OrderedDict[str, None]] = {}  # least recently used first
+        self._last_used: OrderedDict[str, float] = OrderedDict()  # all sessions, least recently used first
+        self._by_client: dict[str, OrderedDict[str, None]] = {}  # the same order, per client
 
     def __len__(self) -> int:
         return len(self._visits)
@@ -102,33 +122,53 @@ class SessionTable:
         return self._visits[sid]
 
     def get(self, sid: str) -> Visit | None:
-        """The visit (now the most recently used of its client's), or None."""
+        """The visit (now the most recently used), or None."""
         visit = self._visits.get(sid)
         if visit is not None:
-            self._by_client[visit.client].move_to_end(sid)
+            self._touch(sid, visit.client)
         return visit
 
     def put(self, sid: str, visit: Visit) -> None:
+        """Hold ``visit`` under ``sid``; a new sid may evict an idle or finished session (of its client
+        when the client is at its quota, else of the table when it is full), or raises SessionsFull."""
         old = self._visits.get(sid)
         if old is not None:
             visit.client = old.client  # a session stays counted against the client that opened it
         else:
-            own = self._by_client.setdefault(visit.client, OrderedDict())
+            own = self._by_client.get(visit.client, OrderedDict())
             if len(own) >= self.max_per_client:
-                self._drop(visit.client)
+                self._evict_one(own, 429, f"this address holds {len(own)} live sessions (its quota)")
             elif len(self._visits) >= self.max_sessions:
-                self._drop(max(self._by_client, key=lambda c: len(self._by_client[c])))
+                self._evict_one(self._last_used, 503, f"the server holds {len(self._visits)} live sessions")
         self._visits[sid] = visit
-        self._by_client.setdefault(visit.client, OrderedDict())[sid] = None
-        self._by_client[visit.client].move_to_end(sid)
+        self._touch(sid, visit.client)
 
-    def _drop(self, client: str) -> None:
-        """Forget ``client``'s least recently used session."""
-        own = self._by_client[client]
-        sid, _ = own.popitem(last=False)
-        del self._visits[sid]
+    def _touch(self, sid: str, client: str) -> None:
+        self._last_used[sid] = self.clock()
+        self._last_used.move_to_end(sid)
+        self._by_client.setdefault(client, OrderedDict())[sid] = None
+        self._by_client[client].move_to_end(sid)
+
+    def _evict_one(self, order: OrderedDict[str, Any], status: int, why: str) -> None:
+        """Forget the least recently used session in ``order`` that is not live, or raise SessionsFull."""
+        oldest = next(iter(order))  # least recently used first: if it is not idle, none is
+        idle_for = self.clock() - self._last_used[oldest]
+        if idle_for >= self.idle_s:
+            return self._drop(oldest)
+        finished = next((sid for sid in order if self._visits[sid].session.done), None)
+        if finished is not None:
+            return self._drop(finished)
+        wait = self.idle_s - idle_for
+        raise SessionsFull(status, f"no room for a new session: {why}, and live sessions are never evicted; "
+                                   f"retry in {math.ceil(wait)} s", wait)
+
+    def _drop(self, sid: str) -> None:
+        visit = self._visits.pop(sid)
+        del self._last_used[sid]
+        own = self._by_client[visit.client]
+        del own[sid]
         if not own:
-            del self._by_client[client]
+            del self._by_client[visit.client]
 
 
 def goal_for(shop: Shop, sid: str) -> dict[str, Any]:
@@ -185,7 +225,7 @@ def hrefs(visit: Visit, sid: str) -> dict[str, str]:
 
 def create_app(*, data: str | None = None, num_products: int = 1000, seed: int = 0, goals: str = "synthetic",
                max_sessions: int = 10_000, max_sessions_per_client: int = MAX_SESSIONS_PER_CLIENT,
-               shop: Shop | None = None, state_api: bool = False) -> Any:
+               session_idle_s: float = SESSION_IDLE_S, shop: Shop | None = None, state_api: bool = False) -> Any:
     from fastapi import FastAPI, Form, HTTPException
     from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
     from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -193,7 +233,7 @@ def create_app(*, data: str | None = None, num_products: int = 1000, seed: int =
     shop = shop or get_shop(data, num_products=num_products, seed=seed, goals=goals)
     jinja = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]))
     template = jinja.get_template("page.html")
-    sessions = SessionTable(max_sessions, max_sessions_per_client)
+    sessions = SessionTable(max_sessions, max_sessions_per_client, session_idle_s)
     lock = threading.Lock()
     app = FastAPI(title="WebShop", docs_url=None, redoc_url=None)
     app.state.shop = shop
@@ -211,7 +251,11 @@ def create_app(*, data: str | None = None, num_products: int = 1000, seed: int =
                 long_queries = visit.long_queries if visit is not None else OrderedDict()
                 visit = Visit(Session(shop, goal, visited=visited), request.client.host if request.client else "?",
                               long_queries)
-                sessions.put(sid, visit)
+                try:
+                    sessions.put(sid, visit)
+                except SessionsFull as full:
+                    raise HTTPException(full.status, str(full),
+                                        headers={"Retry-After": str(math.ceil(full.retry_after_s))}) from None
             return visit
 
     def page(visit: Visit, sid: str) -> HTMLResponse:

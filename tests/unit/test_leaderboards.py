@@ -6,6 +6,7 @@ Runs here are small hand-written run directories, so every expected number is co
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ import pytest
 import seed_gym.registry
 from seed_gym.leaderboards import formatting as fmt
 from seed_gym.leaderboards.boards import build_boards, split_sort_key
-from seed_gym.leaderboards.compare import compare_run_pairs, compare_runs, mcnemar_exact, paired_bootstrap_ci
+from seed_gym.leaderboards.compare import (compare_run_pairs, compare_runs, mcnemar_exact, newcombe_paired_interval,
+                                          paired_bootstrap_ci)
 from seed_gym.leaderboards.reference import ReferenceRow, all_reference_rows, reference_rows
 from seed_gym.leaderboards.render_html import render_html
 from seed_gym.leaderboards.render_md import render_markdown
@@ -21,6 +23,7 @@ from seed_gym.leaderboards.report import build_report, write_report
 from seed_gym.leaderboards.runs import SubmissionError, load_inputs, load_run, parse_metrics, parse_submission
 from seed_gym.leaderboards.tables import generalization_table
 from seed_gym.profile import EnvProfile
+from seed_gym.scoring import grouped_effective_size
 
 from run_folders import make_run, tasks  # the helper beside this file
 
@@ -44,6 +47,40 @@ def test_paired_bootstrap_ci_is_degenerate_for_constant_differences() -> None:
     assert paired_bootstrap_ci([[1.0], [1.0], [1.0]]) == [1.0, 1.0]
     low, high = paired_bootstrap_ci([[1.0], [0.0], [-1.0], [0.0]])
     assert -1.0 <= low < 0.0 < high <= 1.0
+
+
+Z2 = 1.959964 ** 2
+
+
+def test_newcombe_interval_when_every_pair_differs_one_way() -> None:
+    # 4 pairs, A won and B lost each: p_A = 1, p_B = 0, phi = 0 (an empty margin). The Wilson
+    # limits are 4/(4+z^2) below 1 and z^2/(4+z^2) above 0, so the upper end is -1 + sqrt(2) z^2/(4+z^2).
+    low, high = newcombe_paired_interval(0, 4, 0, 0)
+    assert low == -1.0 and high == pytest.approx(-1 + math.sqrt(2) * Z2 / (4 + Z2)) and high > -0.35
+    assert newcombe_paired_interval(0, 0, 4, 0) == pytest.approx([-high, 1.0])  # mirrored: B won each
+
+
+def test_newcombe_interval_without_discordant_pairs() -> None:
+    # 5 pairs both won: p_A = p_B = 1, phi = 0; each half-width is 1 - 5/(5+z^2) = z^2/(5+z^2).
+    assert newcombe_paired_interval(5, 0, 0, 0) == pytest.approx([-Z2 / (5 + Z2), Z2 / (5 + Z2)])
+    # 3 both won, 2 both lost: phi = 6/6 = 1, so each half-width is |(p - l) - (u - p)| = |2p - (l + u)|
+    # with l + u twice the Wilson centre (0.6 + z^2/10) / (1 + z^2/5).
+    half = abs(1.2 - 2 * (0.6 + Z2 / 10) / (1 + Z2 / 5))
+    assert newcombe_paired_interval(3, 0, 0, 2) == pytest.approx([-half, half]) and half > 0.05
+
+
+def test_newcombe_interval_over_effective_pairs_is_the_interval_of_the_scaled_table() -> None:
+    assert newcombe_paired_interval(4, 4, 0, 0, effective_pairs=2) == pytest.approx(newcombe_paired_interval(1, 1, 0, 0))
+    # Two tasks of 4 pairs, each task's differences all alike (-1s, 0s): the ICC is 1, so 2 effective pairs.
+    assert grouped_effective_size([(4, -4.0, 4.0), (4, 0.0, 0.0)]) == pytest.approx(2.0)
+
+
+def test_paired_success_difference_does_not_collapse_when_every_pair_differs_one_way(tmp_path: Path) -> None:
+    a = load_run(make_run(tmp_path / "a", tasks("1111"), agent="a"))
+    b = load_run(make_run(tmp_path / "b", tasks("0000"), agent="b"))
+    result = compare_runs(a, b)
+    assert result.success_diff == -1.0 and result.p_value == pytest.approx(0.125)
+    assert result.success_diff_ci == pytest.approx([-1.0, -1 + math.sqrt(2) * Z2 / (4 + Z2)])
 
 
 def test_compare_runs_counts_discordant_pairs_and_lists_differing_tasks(tmp_path: Path) -> None:

@@ -81,3 +81,22 @@ def test_the_success_interval_counts_correlated_episodes_of_one_task_once():
     # Episodes that vary within tasks as much as between them: every episode counts.
     mixed = [record(f"t{i // 4}", "f", i % 2 == 0, 1) for i in range(16)]
     assert success_interval(mixed) == pytest.approx(wilson_interval(8, 16))
+
+
+def test_the_invalid_rate_interval_does_not_collapse_at_100_percent():
+    """Invalid % is a proportion of steps: Wilson over the effective steps, not a degenerate bootstrap."""
+    every_step_invalid = summarize([record(f"t{i}", "f", False, 3, invalid=3) for i in range(10)])
+    assert every_step_invalid["invalid_action_rate"] == 1.0
+    low, high = every_step_invalid["ci95"]["invalid_action_rate"]
+    assert high == 1.0 and low == pytest.approx(wilson_interval(30, 30)[0]) and low < 0.9
+    low, high = summarize([record(f"t{i}", "f", True, 3) for i in range(10)])["ci95"]["invalid_action_rate"]
+    assert low == 0.0 and high == pytest.approx(wilson_interval(0, 30)[1]) and high > 0.1
+
+
+def test_the_invalid_rate_interval_counts_the_correlated_steps_of_one_task_once():
+    # Two tasks, one invalid on all 8 of its steps and one on none: as informative as 2 steps.
+    clustered = [record("bad", "f", False, 8, invalid=8), record("good", "f", True, 8)]
+    assert summarize(clustered)["ci95"]["invalid_action_rate"] == pytest.approx(wilson_interval(1, 2))
+    # Steps that vary within tasks as much as between them: every step counts.
+    mixed = [record(f"t{i}", "f", False, 4, invalid=2) for i in range(4)]
+    assert summarize(mixed)["ci95"]["invalid_action_rate"] == pytest.approx(wilson_interval(8, 16))

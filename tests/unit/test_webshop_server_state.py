@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import html
 import re
+import time
 import tracemalloc
 
 import pytest
@@ -103,18 +104,57 @@ def test_one_clients_session_flood_evicts_only_its_own_sessions(env):
     assert mine.get("/api/fixed_3-mine/state").json()["page"] == "results"
 
 
-def test_a_client_holds_at_most_max_sessions_per_client(env):
+def test_a_flood_from_the_shared_loopback_address_never_evicts_a_live_episode(env):
+    """Every local client is 127.0.0.1: a flood must be refused, not paid for with others' episodes."""
+    app = create_app(shop=env.shop, max_sessions=50, state_api=True)
+    mine, flood = client_at(app, "127.0.0.1"), client_at(app, "127.0.0.1")
+    mine.get("/fixed_3-mine")
+    mine.post("/fixed_3-mine", data={"search_query": "tea"})
+    statuses = [flood.get(f"/fixed_0-flood{i}").status_code for i in range(200)]
+    assert statuses == [200] * 49 + [503] * 151
+    refused = flood.get("/fixed_0-one-more")
+    assert refused.status_code == 503 and "live sessions are never evicted" in refused.json()["detail"]
+    assert 0 < int(refused.headers["Retry-After"]) <= 600
+    assert mine.get("/api/fixed_3-mine/state").json()["page"] == "results"
+
+
+def test_a_client_at_its_quota_of_live_sessions_is_refused_with_429(env):
     app = create_app(shop=env.shop, max_sessions_per_client=5, state_api=True)
     mine, other = client_at(app, "10.0.0.1"), client_at(app, "10.0.0.2")
     other.post("/fixed_3-other", data={"search_query": "tea"})
-    for i in range(8):
-        mine.post(f"/fixed_0-s{i}", data={"search_query": "tea"})
+    statuses = [mine.post(f"/fixed_0-s{i}", data={"search_query": "tea"}).status_code for i in range(8)]
+    assert statuses == [200] * 5 + [429] * 3
     assert sum(f"fixed_0-s{i}" in app.state.sessions for i in range(8)) == 5
-    assert "fixed_0-s0" not in app.state.sessions and "fixed_0-s7" in app.state.sessions
+    assert mine.get("/api/fixed_0-s0/state").json()["page"] == "results"
     assert other.get("/api/fixed_3-other/state").json()["page"] == "results"
 
 
-@pytest.mark.parametrize("limits", [{"max_sessions": 0}, {"max_sessions_per_client": 0}])
+def test_an_idle_session_makes_room_for_a_new_one(env):
+    app = create_app(shop=env.shop, max_sessions=3, session_idle_s=0.5, state_api=True)
+    client = client_at(app, "127.0.0.1")
+    for i in range(3):
+        client.get(f"/fixed_0-s{i}")
+    assert client.get("/fixed_0-s3").status_code == 503
+    time.sleep(0.6)
+    client.get("/fixed_0-s1")  # used again: live, while s0 and s2 stay idle
+    assert client.get("/fixed_0-s3").status_code == 200
+    assert "fixed_0-s0" not in app.state.sessions
+    assert all(sid in app.state.sessions for sid in ("fixed_0-s1", "fixed_0-s2", "fixed_0-s3"))
+
+
+def test_a_finished_episode_makes_room_for_a_new_one(env):
+    app = create_app(shop=env.shop, max_sessions=2, state_api=True)
+    client = client_at(app, "127.0.0.1")
+    client.post("/fixed_3-live", data={"search_query": "tea"})
+    bought = client.post("/fixed_3-bought", data={"search_query": "tea"})
+    asin = next(iter(app.state.sessions["fixed_3-bought"].session.page_results()))
+    assert client.get(f"/done/fixed_3-bought/{asin}/%7B%7D").status_code == 200 and bought.status_code == 200
+    assert client.get("/fixed_0-new").status_code == 200
+    assert "fixed_3-bought" not in app.state.sessions
+    assert client.get("/api/fixed_3-live/state").json()["page"] == "results"
+
+
+@pytest.mark.parametrize("limits", [{"max_sessions": 0}, {"max_sessions_per_client": 0}, {"session_idle_s": 0}])
 def test_bad_session_limits_are_one_clear_error(env, limits):
-    with pytest.raises(ValueError, match="max_sessions"):
+    with pytest.raises(ValueError, match=next(iter(limits))):
         create_app(shop=env.shop, **limits)
