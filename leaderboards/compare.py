@@ -108,6 +108,19 @@ def newcombe_paired_interval(both: float, a_only: float, b_only: float, neither:
     return [max(-1.0, low), min(1.0, high)]
 
 
+def paired_success_interval(task_pairs: Sequence[Sequence[tuple[float, float]]]) -> list[float]:
+    """95% interval of B's minus A's success over paired (won_a, won_b) outcomes, grouped by task:
+    :func:`newcombe_paired_interval` of the pairs' 2x2 counts over the effective number of pairs
+    (Kish's design effect with the ICC of the pair differences over tasks)."""
+    pairs = [pair for task in task_pairs for pair in task]
+    both, a_only, b_only = (sum(1 for x, y in pairs if rule(x, y)) for rule in (
+        lambda x, y: x and y, lambda x, y: x and not y, lambda x, y: y and not x))
+    differences = [[y - x for x, y in task] for task in task_pairs]
+    effective_pairs = grouped_effective_size([(len(t), sum(t), sum(v * v for v in t)) for t in differences])
+    return newcombe_paired_interval(both, a_only, b_only, len(pairs) - both - a_only - b_only,
+                                    effective_pairs=effective_pairs)
+
+
 def paired_bootstrap_ci(task_diffs: Sequence[Sequence[float]], *, samples: int = BOOTSTRAP_SAMPLES,
                         seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> list[float]:
     """Percentile interval of the mean pair difference, resampling tasks (lists of pair diffs)."""
@@ -172,17 +185,13 @@ def compare_run_pairs(runs: Sequence[tuple[LoadedRun, LoadedRun]], *,
     score = [[(float(x.score), float(y.score)) for x, y in task_pairs] for task_pairs in by_task.values()]
     b_count = sum(x.won and not y.won for x, y in pairs)
     c_count = sum(y.won and not x.won for x, y in pairs)
-    both = sum(bool(x.won and y.won) for x, y in pairs)
-    differences = [[y - x for x, y in task] for task in won]
-    effective_pairs = grouped_effective_size([(len(t), sum(t), sum(v * v for v in t)) for t in differences])
     return PairedComparison(
         label_a=runs[0][0].label, label_b=runs[0][1].label, pairs=len(pairs), tasks=len(by_task),
         only_a=only_a, only_b=only_b,
         success_a=_mean(x for task in won for x, _ in task),
         success_b=_mean(y for task in won for _, y in task),
         success_diff=_mean(y - x for task in won for x, y in task),
-        success_diff_ci=newcombe_paired_interval(both, b_count, c_count, len(pairs) - both - b_count - c_count,
-                                                 effective_pairs=effective_pairs),
+        success_diff_ci=paired_success_interval(won),
         score_diff=_mean(y - x for task in score for x, y in task),
         score_diff_ci=paired_bootstrap_ci([[y - x for x, y in task] for task in score]),
         a_only_won=b_count, b_only_won=c_count, p_value=mcnemar_exact(b_count, c_count),

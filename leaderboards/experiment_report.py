@@ -75,8 +75,8 @@ def threshold_table(env: str, content: dict[str, Any]) -> Table | None:
 def comparisons_table(env: str, content: dict[str, Any]) -> Table | None:
     rows = [[Cell(row["comparison"]), Cell(row["split"]), _difference(row)] for row in content["comparisons"]]
     return Table(["comparison", "split", "difference % [95% CI] pairs"], rows,
-                 caption=f"{env}: paired comparisons on the same evaluation episodes (paired bootstrap CI over "
-                         "(seed, episode) pairs)")
+                 caption=f"{env}: paired comparisons on the same evaluation episodes (Newcombe's paired CI over "
+                         "(seed, episode) pairs, clustered by (seed, task))")
 
 
 def _paired_comparison(data: dict[str, Any]) -> PairedComparison:

@@ -9,8 +9,8 @@ episodes; nothing is typed in except the paper's rows, which are labelled as suc
   split, pooled over seeds, with a 95% Wilson interval over the pooled episodes.
 * **Paired comparisons** on the same evaluation episodes (same seed, same task list): each arm's end
   against its start, and each arm against ``grpo``; the mean difference over (seed, episode) pairs and
-  its 95% paired bootstrap interval, resampling (seed, task) clusters as ``seed-gym compare`` does
-  (:func:`seed_gym.leaderboards.compare.paired_bootstrap_ci`).
+  its 95% interval as ``seed-gym compare`` gives it (:func:`seed_gym.leaderboards.compare.paired_success_interval`:
+  Newcombe's paired score interval over the effective pairs of (seed, task) clusters).
 * **Updates to reach a threshold**: per split, the threshold is the ``grpo`` arm's final success (the
   mean over seeds at its last evaluation): the baseline's end level. Per arm, the first evaluated update
   (and its env steps) whose mean-over-seeds success reaches it; None ("not reached") when none does;
@@ -41,7 +41,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from seed_gym.leaderboards.compare import paired_bootstrap_ci
+from seed_gym.leaderboards.compare import paired_success_interval
 from seed_gym.leaderboards.runs import metrics_rows
 from seed_gym.scoring import wilson_interval
 from seed_gym.training.costs import phase_table
@@ -230,7 +230,7 @@ def pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def _paired(first: list[tuple[int, dict[str, Any]]], second: list[tuple[int, dict[str, Any]]], split: str,
             first_update: str, second_update: str) -> dict[str, Any] | None:
     """Paired difference first − second over (seed, episode) pairs of one split's evaluations."""
-    clusters: dict[tuple[int, str], list[float]] = {}  # (seed, task id) -> its pairs' differences
+    clusters: dict[tuple[int, str], list[tuple[float, float]]] = {}  # (seed, task id) -> its (second, first) pairs
     other = dict(second)
     for seed, run in first:
         if seed not in other or split not in run["evals"] or split not in other[seed]["evals"]:
@@ -240,11 +240,11 @@ def _paired(first: list[tuple[int, dict[str, Any]]], second: list[tuple[int, dic
         b_row = b_evals[max(b_evals)] if second_update == "end" else b_evals[min(b_evals)]
         a, b = outcomes(a_row["run_dir"]), outcomes(b_row["run_dir"])
         for episode in sorted(set(a) & set(b)):
-            clusters.setdefault((seed, episode.rsplit("#", 1)[0]), []).append(a[episode] - b[episode])
+            clusters.setdefault((seed, episode.rsplit("#", 1)[0]), []).append((b[episode], a[episode]))
     if not clusters:
         return None
-    differences = [d for cluster in clusters.values() for d in cluster]
-    return {"diff": sum(differences) / len(differences), "ci95": paired_bootstrap_ci(list(clusters.values())),
+    differences = [first - second for cluster in clusters.values() for second, first in cluster]
+    return {"diff": sum(differences) / len(differences), "ci95": paired_success_interval(list(clusters.values())),
             "pairs": len(differences)}
 
 

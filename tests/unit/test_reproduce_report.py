@@ -131,6 +131,19 @@ def test_seed_against_grpo_is_seed_gym_compare_per_seed_and_pooled(report: Path)
     assert "| success diff B-A (95% CI) |" in markdown and "seed-gym compare " in markdown
 
 
+def test_end_against_start_is_the_paired_interval_seed_gym_compare_uses(report: Path) -> None:
+    from seed_gym.leaderboards.compare import paired_success_interval
+
+    row = next(r for r in data(report)["envs"]["webshop"]["comparisons"]
+               if r["comparison"] == "grpo: end - start" and r["split"] == "unseen")
+    # grpo gains 1 task of 4 on seed 0 and 3 on seed 1 and loses none: (start, end) per (seed, task)
+    clusters = [[(float(a == "1"), float(b == "1"))] for s in (0, 1)
+                for a, b in zip(WINS["grpo"][s][0], WINS["grpo"][s][-1])]
+    assert row["diff"] == pytest.approx(0.5) and row["pairs"] == 8
+    assert row["ci95"] == pytest.approx(paired_success_interval(clusters))
+    assert 0 < row["ci95"][0] < 0.5 < row["ci95"][1] < 1  # every pair moved one way: no point interval
+
+
 def test_the_ablation_table_pairs_each_ablation_with_seed(report: Path) -> None:
     rows = data(report)["envs"]["alfworld"]["ablation"]
     assert [(row["arm"], row["split"]) for row in rows] == [
