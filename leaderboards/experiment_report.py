@@ -27,6 +27,7 @@ from seed_gym.training.costs import OTHER, PHASES
 
 STAT_NAMES = {"success_rate": "train success", "gate_mean": "gate mean", "gate_active_ratio": "gate > 0.5",
               "teacher_gap_mean": "teacher gap", "skill_parse_rate": "skill parse rate",
+              "skill_cut_rate": "analyzer replies cut at the token limit",
               "invalid_action_rate": "train invalid", "advantage_abs_mean": "|advantage|"}
 X_AXES = {"updates": ("update", "update"), "env_steps": ("env_steps", "env steps")}
 

@@ -202,13 +202,17 @@ class AnalyzerStats:
     """Parse outcomes of a model analyzer, cumulative over its calls (a training diagnostic).
 
     ``attempted`` = records sent to the model; each ends in exactly one of ``parsed_first_try``,
-    ``repaired`` or ``failed``. ``skipped`` counts ``error`` records, which are never sent."""
+    ``repaired`` or ``failed``. ``skipped`` counts ``error`` records, which are never sent.
+    ``replies`` counts every reply (first tries and repairs); ``cut`` those that stopped at
+    ``max_new_tokens`` (a skill longer than the budget can never parse: raise the budget)."""
 
     attempted: int = 0
     parsed_first_try: int = 0
     repaired: int = 0
     failed: int = 0
     skipped: int = 0
+    replies: int = 0
+    cut: int = 0
     reasons: Counter = field(default_factory=Counter)
 
     @property
@@ -219,6 +223,7 @@ class AnalyzerStats:
     def as_dict(self) -> dict[str, Any]:
         return {"attempted": self.attempted, "parsed_first_try": self.parsed_first_try,
                 "repaired": self.repaired, "failed": self.failed, "skipped": self.skipped,
+                "replies": self.replies, "cut": self.cut,
                 "parse_failure_rate": self.parse_failure_rate, "reasons": dict(self.reasons)}
 
 
@@ -253,12 +258,17 @@ class ModelAnalyzer:
         for attempt in range(self.retries + 1):
             if attempt:  # one batched repair call for everything that did not parse
                 order = list(replies)
-                prompts = [repair_prompt(records[i], replies[i], reason=last_error[i], max_chars=self.max_chars,
+                prompts = [repair_prompt(records[i], replies[i][0], reason=last_error[i], max_chars=self.max_chars,
                                          step_skills=self.step_skills) for i in order]
                 replies = dict(zip(order, self._generate(prompts)))
             failed: dict[int, str] = {}
-            for index, reply in replies.items():
+            for index, (reply, finish_reason) in replies.items():
                 result = _parse(reply)
+                if finish_reason == "length":
+                    self.stats.cut += 1
+                    if not isinstance(result, Skill):
+                        result = (f"the reply stopped at the {self.params.max_new_tokens}-token limit before its JSON "
+                                  "object closed")
                 if isinstance(result, Skill):
                     skills[index] = replace(result, backend=self.backend_name, error=first_error.get(index))
                     if attempt:
@@ -279,14 +289,16 @@ class ModelAnalyzer:
     def backend_name(self) -> str:
         return self.name.removeprefix("model:")
 
-    def _generate(self, prompts: list[list[dict[str, str]]]) -> list[str]:
+    def _generate(self, prompts: list[list[dict[str, str]]]) -> list[tuple[str, str]]:
+        """(text, finish reason) per prompt."""
         if not prompts:
             return []
         generations = self.backend.generate(prompts, self.params)
         if len(generations) != len(prompts):
             raise RuntimeError(f"backend {self.backend_name} returned {len(generations)} generations "
                                f"for {len(prompts)} prompts")
-        return [generation.text for generation in generations]
+        self.stats.replies += len(generations)
+        return [(generation.text, generation.finish_reason) for generation in generations]
 
 
 # -- factory --------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ episodes; nothing is typed in except the paper's rows, which are labelled as suc
 * **Ablations** (the paper's Table 2): ``seed`` and each of :data:`ABLATIONS` at their start and end, with
   the paired difference ablation − seed at the end (as the comparisons above).
 * **Training statistics**: mean ``gate_mean``, ``gate_active_ratio``, ``teacher_gap_mean``, the
-  analyzer's ``skill_parse_rate``, the rollouts' success and invalid-action rate and the mean
+  analyzer's ``skill_parse_rate`` and ``skill_cut_rate`` (replies stopped at ``analyzer_max_new_tokens``), the rollouts' success and invalid-action rate and the mean
   ``|advantage|`` (0 when every group's episodes scored alike: no policy-gradient signal) over the first
   and the second half of training, and per update (mean,
   min, max over seeds) for those that are rates; per-phase seconds per update
@@ -58,7 +58,8 @@ ABLATIONS = ("seed-no-skill-sft", "seed-frozen-analyzer", "seed-static-skills")
 #: The arm whose final success is the threshold, and the split SEED is compared with it on.
 BASELINE, COMPARED_SPLIT = "grpo", "unseen"
 #: Training statistics that are rates, drawn per update.
-RATE_STATS = ("success_rate", "invalid_action_rate", "gate_mean", "gate_active_ratio", "skill_parse_rate")
+RATE_STATS = ("success_rate", "invalid_action_rate", "gate_mean", "gate_active_ratio", "skill_parse_rate",
+              "skill_cut_rate")
 def read_run(folder: Path) -> dict[str, Any]:
     """A run's update rows and evaluation rows (the last row of each update/split wins)."""
     rows = metrics_rows(folder)  # a line torn by a kill is skipped
@@ -125,8 +126,8 @@ def summarise_arm(seeds: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
                             "end_update": updates[-1]}
     updates = [row for _, run in seeds for row in run["updates"]]
     training = {key: _half_means(updates, key) for key in
-                ("gate_mean", "gate_active_ratio", "teacher_gap_mean", "skill_parse_rate", "success_rate",
-                 "invalid_action_rate", "advantage_abs_mean")}
+                ("gate_mean", "gate_active_ratio", "teacher_gap_mean", "skill_parse_rate", "skill_cut_rate",
+                 "success_rate", "invalid_action_rate", "advantage_abs_mean")}
     phases = sorted({k for row in updates for k in row if k.startswith("time/")})
     cost = {k: sum(row.get(k, 0.0) for row in updates) / len(seeds) for k in phases}
     per_update = [{"phase": phase, "seconds": seconds, "share": share, "count": count}

@@ -78,12 +78,17 @@ class TeacherSource:
                     else None for s in samples], {}
         if self.analyzer is None:
             return None, {}
+        counts = getattr(self.analyzer, "stats", None)  # a model analyzer's replies, to report truncation
+        before = (counts.replies, counts.cut) if counts else (0, 0)
         skills = dict(zip((r.episode_id for r in records), self.analyzer.analyze(records)))
         self.last_skills = {eid: skill.episode_skill for eid, skill in skills.items() if skill is not None}
         messages = [insert_skill_messages(s.messages, skills[s.episode_id].episode_skill)
                     if skills.get(s.episode_id) is not None else None for s in samples]
         parsed = sum(skill is not None for skill in skills.values())
-        return messages, {"skills_parsed": float(parsed), "skill_parse_rate": parsed / max(1, len(skills))}
+        stats = {"skills_parsed": float(parsed), "skill_parse_rate": parsed / max(1, len(skills))}
+        if counts and counts.replies > before[0]:
+            stats["skill_cut_rate"] = (counts.cut - before[1]) / (counts.replies - before[0])
+        return messages, stats
 
     def save_context(self, folder: Path) -> None:
         """Write the latest update's skills as ``teacher.jsonl`` into a rollout run directory, so

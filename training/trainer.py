@@ -379,7 +379,10 @@ def rl_step(state: RLRun, update: int, costs: PhaseCosts | None = None) -> dict[
     if parallel.enabled:  # parse rates over all ranks
         parsed = parallel.sum(skill_stats.get("skills_parsed", 0.0))
         analyzed = parallel.sum(float(len(records)) if "skills_parsed" in skill_stats else 0.0)
+        cut_rate = skill_stats.get("skill_cut_rate")
         skill_stats = {"skills_parsed": parsed, "skill_parse_rate": parsed / analyzed} if analyzed else {}
+        if cut_rate is not None:  # every rank runs the same analyzer settings: the mean of the ranks' rates
+            skill_stats["skill_cut_rate"] = parallel.sum(cut_rate) / parallel.world
     return {"update": update, "algo": config.algo, "ranks": parallel.world, **rollout_stats(records, parallel),
             **skill_stats, **stats, "rollout_backend": state.engine.kind, "sync/probe_gap": synced.probe_gap,
             "rollout_seconds": rolled - started, "update_seconds": update_seconds,
@@ -515,6 +518,7 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
         seconds = time.perf_counter() - started
         row = {"update": epoch, "algo": "sft", "sft_data": config.sft_data, "episodes": len(records),
                "examples": len(examples), "autocast": autocast,
+               "target_tokens_max": max(len(e.target_ids) for e in examples),
                "loss": sum(losses) / max(1, len(losses)), "loss_last": losses[-1] if losses else None,
                "target_tokens": tokens, "seconds": seconds, "train_tokens_per_s": tokens / max(seconds, 1e-9)}
         run.log(row)

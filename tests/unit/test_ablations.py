@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the trainer needs torch (the [train] extra)")
 
+from seed_gym.agents.backends.base import Generation
 from seed_gym.records import EpisodeRecord, StepRecord
 from seed_gym.training.analyzer import ModelAnalyzer, RuleAnalyzer
 from seed_gym.training.batch import StepSample
@@ -82,3 +83,21 @@ def test_the_rule_analyzer_can_build_the_offline_library_from_sft_data():
     records = [record("a#0", "clean"), record("b#0", "clean", won=False)]
     bank = offline_skill_bank("alfworld", records, RuleAnalyzer("alfworld").analyze(records))
     assert set(bank.families) == {"clean"} and 1 <= len(bank.families["clean"]) <= 3
+
+
+def test_seed_reports_the_share_of_analyzer_replies_cut_at_the_token_limit():
+    valid = '{"episode_summary": "It worked.", "episode_skill": "Clean it in the sink first."}'
+
+    class Backend:  # one reply cut at the limit, one complete
+        name = "scripted"
+
+        def generate(self, prompts, params):
+            cut = Generation(text=valid[:30], prompt_tokens=0, completion_tokens=params.max_new_tokens,
+                             finish_reason="length")
+            done = Generation(text=valid, prompt_tokens=0, completion_tokens=20)
+            return [cut, done][: len(prompts)] if len(prompts) == 2 else [cut] * len(prompts)
+
+    source = TeacherSource("seed", "alfworld", policy_backend=Backend(), analyzer_max_new_tokens=32)
+    _, stats = source.teacher_messages([record("a#0", "clean"), record("b#0", "clean")], [sample("a#0"), sample("b#0")])
+    assert stats["skill_parse_rate"] == 0.5
+    assert stats["skill_cut_rate"] == 2 / 3  # the first try twice (one cut), then the cut one's repair (cut again)

@@ -14,6 +14,7 @@ from seed_gym.agent import make_agent
 from seed_gym.agents.backends.base import Generation
 from seed_gym.pools import make_pool
 from seed_gym.records import EpisodeRecord, StepRecord
+from seed_gym.registry import register
 from seed_gym.rollout import plan_episodes, run_rollouts
 from seed_gym.envs.alfworld.rule import parse_alfworld_goal
 from seed_gym.envs.webshop.rule import parse_item_page, parse_shop_goal
@@ -235,7 +236,8 @@ class ScriptedBackend:
     def generate(self, prompts, params):
         self.calls.append((list(prompts), params))
         replies = self.script[len(self.calls) - 1]
-        return [Generation(text=r, prompt_tokens=0, completion_tokens=0) for r in replies]
+        return [Generation(text=r[0], prompt_tokens=0, completion_tokens=0, finish_reason=r[1]) if isinstance(r, tuple)
+                else Generation(text=r, prompt_tokens=0, completion_tokens=0) for r in replies]
 
     def describe(self):
         return {}
@@ -258,8 +260,20 @@ def test_junk_then_valid_json_is_repaired_in_one_batched_retry():
     assert skills[0].error == "the reply held no JSON object" and skills[1].error is None
     assert skills[0].backend == "scripted"
     assert analyzer.stats.as_dict() | {"reasons": None} == {
-        "attempted": 2, "parsed_first_try": 1, "repaired": 1, "failed": 0, "skipped": 0,
+        "attempted": 2, "parsed_first_try": 1, "repaired": 1, "failed": 0, "skipped": 0, "replies": 3, "cut": 0,
         "parse_failure_rate": 0.0, "reasons": None}
+
+
+def test_a_reply_cut_at_the_token_limit_is_counted_and_named_in_the_repair():
+    cut_json = VALID[: len(VALID) // 2]  # what a skill longer than max_new_tokens leaves
+    backend = ScriptedBackend([(cut_json, "length"), (VALID, "length")], [(cut_json, "length")])
+    analyzer = ModelAnalyzer(backend, max_new_tokens=256)
+    skills = analyzer.analyze([never_found_failure(), heat_success()])
+    assert skills[0] is None and skills[1] is not None  # a reply that fits exactly at the limit still parses
+    assert (analyzer.stats.replies, analyzer.stats.cut, analyzer.stats.failed) == (3, 3, 1)
+    reason = "the reply stopped at the 256-token limit before its JSON object closed"
+    assert skills[0] is None and analyzer.stats.reasons[reason] == 2
+    assert reason in backend.calls[1][0][0][0]["content"]  # the repair tells the model why
 
 
 def test_junk_twice_is_dropped_and_counted():
@@ -470,8 +484,11 @@ def test_rule_analyzers_write_a_valid_skill_for_every_record_deterministically(w
     assert RuleAnalyzer("alfworld").analyze([make_record([], status="error")]) == [None]
 
 
+register("toy-counter-analyzer", "toy_envs:CounterEnv")  # an env whose profile names no rule
+
+
 def test_other_envs_get_the_generic_rule():
-    skill = RuleAnalyzer("toy-counter").analyze([make_record([("count", "up"), ("1", "up")], won=True)])[0]
+    skill = RuleAnalyzer("toy-counter-analyzer").analyze([make_record([("count", "up"), ("1", "up")], won=True)])[0]
     assert "up -> up" in skill.episode_skill
 
 
