@@ -83,7 +83,24 @@ def builtin_presets() -> list[str]:
 
 
 def load_preset(name_or_path: str | Path) -> dict[str, Any]:
-    """A preset by built-in name or by path; checked for the tables the plan needs."""
+    """A preset by built-in name or by path; checked for the tables the plan needs.
+
+    ``extends = "<preset>"`` starts from another preset (by name, or a path relative to this file):
+    this file's keys win, its tables are merged key by key into the base's, and its ``arms``
+    table, when given, replaces the base's arms (a variant names exactly the arms it runs)."""
+    preset = _read_preset(name_or_path, seen=())
+    for key in ("envs", "seeds", "arms"):
+        if not preset.get(key):
+            raise PresetError(f"preset {name_or_path} needs a non-empty {key!r}")
+    for arm, settings in preset["arms"].items():
+        if settings.get("start", "sft") not in STARTS:
+            raise PresetError(f"arm {arm!r}: start must be one of {', '.join(STARTS)}")
+        if "algo" not in settings:
+            raise PresetError(f"arm {arm!r} names no algo")
+    return preset
+
+
+def _read_preset(name_or_path: str | Path, seen: tuple[str, ...]) -> dict[str, Any]:
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
@@ -98,15 +115,24 @@ def load_preset(name_or_path: str | Path) -> dict[str, Any]:
         preset = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise PresetError(f"preset {name_or_path} does not parse: {error}") from None
-    for key in ("envs", "seeds", "arms"):
-        if not preset.get(key):
-            raise PresetError(f"preset {name_or_path} needs a non-empty {key!r}")
-    for arm, settings in preset["arms"].items():
-        if settings.get("start", "sft") not in STARTS:
-            raise PresetError(f"arm {arm!r}: start must be one of {', '.join(STARTS)}")
-        if "algo" not in settings:
-            raise PresetError(f"arm {arm!r} names no algo")
-    return preset
+    base_name = preset.pop("extends", None)
+    if base_name is None:
+        return preset
+    if str(name_or_path) in seen:
+        raise PresetError(f"preset {name_or_path} extends itself ({' -> '.join([*seen, str(name_or_path)])})")
+    if isinstance(base_name, str) and base_name.endswith(".toml") and path.is_file():
+        base_name = str(path.parent / base_name)
+    return _merged(_read_preset(base_name, (*seen, str(name_or_path))), preset)
+
+
+def _merged(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in own.items():
+        if key != "arms" and isinstance(value, dict) and isinstance(base.get(key), dict):
+            merged[key] = _merged(base[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _settings(preset: dict[str, Any], env: str, table: str) -> dict[str, Any]:

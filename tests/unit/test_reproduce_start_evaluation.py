@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from seed_gym.training.reproduce import plan, share_start_evaluation, start_evaluation
 
 PRESET = {"envs": ["webshop"], "seeds": [0, 1], "model": {"size": "tiny"}, "rl": {"updates": 2, "eval_n": 5},
@@ -62,3 +64,22 @@ def test_an_unfinished_evaluation_is_not_shared_and_an_existing_one_is_kept(tmp_
     assert share_start_evaluation(stages["rl/webshop/gigpo/seed-1"], everything) is None
     summary = start_evaluation(stages["rl/webshop/gigpo/seed-1"].out) / "test" / "summary.json"
     assert json.loads(summary.read_text()) == {"complete": False}
+
+
+def test_a_preset_can_extend_another_and_name_exactly_the_arms_it_runs(tmp_path):
+    from seed_gym.training.reproduce import PresetError, load_preset
+
+    long = load_preset("cpu-grpo-long")
+    mini = load_preset("cpu-mini")
+    assert list(long["arms"]) == ["grpo"]  # arms are replaced, not merged
+    assert long["rl"]["updates"] == 30 and long["rl"]["eval_n"] == 100
+    assert {k: v for k, v in long["rl"].items() if k not in ("updates", "eval_every", "eval_n", "eval_batch")} == \
+        {k: v for k, v in mini["rl"].items() if k not in ("updates", "eval_every")}
+    assert long["sft"] == mini["sft"] and long["skill_sft"] == mini["skill_sft"] and long["common"] == mini["common"]
+    # the same SFT stage, so a copy of a cpu-mini output folder is reused as it stands
+    assert [s.config for s in plan(long, tmp_path) if s.kind == "sft"] == \
+        [s.config for s in plan(mini, tmp_path) if s.kind == "sft"]
+    loop = tmp_path / "loop.toml"
+    loop.write_text('extends = "loop.toml"\nenvs = ["webshop"]\n')
+    with pytest.raises(PresetError, match="extends itself"):
+        load_preset(loop)
