@@ -145,7 +145,11 @@ class TrainConfig(BaseModel):
     analyzer_model: Optional[str] = None
     """Model name sent to the analyzer server (analyzer=openai)."""
     analyzer_max_new_tokens: int = 768
-    """Tokens per analyzer response."""
+    """Tokens per analyzer response; skill SFT drops longer labels."""
+    # The paper's labeller reads the serialised episode only; with the answer key a label names facts
+    # (the target product, the gold answer) that the analyzer's prompt does not show.
+    skill_labels: Literal["trajectory", "ground-truth"] = "trajectory"
+    """What skill SFT's rule labeller reads: the trajectory, or also the env's answer key."""
     skill_bank: Optional[str] = None
     """Skill bank to load (null: the one the env profile declares); seed-static's offline library."""
     # -- SFT

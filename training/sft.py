@@ -56,6 +56,14 @@ def skill_examples(records: Sequence[EpisodeRecord], skills: Sequence[object | N
     return examples
 
 
+def within_limit(examples: Sequence[Example], max_new_tokens: int) -> tuple[list[Example], int]:
+    """The examples whose target (EOS included) fits in ``max_new_tokens`` generated tokens, and how
+    many did not: a skill label longer than the analyzer's limit teaches replies that are always cut
+    before their JSON closes, so they never parse."""
+    kept = [e for e in examples if len(e.target_ids) <= max_new_tokens]
+    return kept, len(examples) - len(kept)
+
+
 @dataclass
 class SFTStats:
     step: int

@@ -463,22 +463,31 @@ def collected_sft_records(config: TrainConfig, run: TrainRun) -> list[EpisodeRec
     return list(RunDir(out).finished().values())
 
 
-def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecord]) -> list[Any]:
+def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecord]) -> tuple[list[Any], int]:
+    """The SFT examples, and how many skill labels were dropped for running past the analyzer's limit."""
     from seed_gym.agents.prompts import PromptBuilder, template_for_env
-    from seed_gym.training.sft import expert_examples, skill_examples
+    from seed_gym.training.sft import expert_examples, skill_examples, within_limit
 
     if config.sft_data == "expert":
-        return expert_examples(records, policy, PromptBuilder(template_for_env(config.env), config.history))
+        return expert_examples(records, policy, PromptBuilder(template_for_env(config.env), config.history)), 0
     from seed_gym.training.analyzer import analyzer_prompt, ground_truth_from_env, make_analyzer
 
     env = make(config.env, **config.env_args)
     try:
         kind = "rule" if config.analyzer in ("policy", "frozen") else config.analyzer
+        truth = ground_truth_from_env(env) if config.skill_labels == "ground-truth" else None
         analyzer = make_analyzer(kind, env_id=config.env, base_url=config.analyzer_url, model=config.analyzer_model,
-                                 ground_truth=ground_truth_from_env(env))
-        return skill_examples(records, analyzer.analyze(records), policy, analyzer_prompt)
+                                 ground_truth=truth)
+        labelled = skill_examples(records, analyzer.analyze(records), policy, analyzer_prompt)
     finally:
         env.close()
+    kept, over = within_limit(labelled, config.analyzer_max_new_tokens)
+    if labelled and not kept:
+        shortest = min(len(e.target_ids) for e in labelled)
+        raise ConfigError(f"all {len(labelled)} skill labels are longer than analyzer_max_new_tokens="
+                          f"{config.analyzer_max_new_tokens} (the shortest is {shortest} tokens): the analyzer could "
+                          f"never finish one; raise analyzer_max_new_tokens to at least {shortest}")
+    return kept, over
 
 
 def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
@@ -491,7 +500,7 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
     records = sft_records(config, run)
     policy = Policy.load(resumed.model_dir, dtype=config.dtype, device=config.device,
                          max_prompt_tokens=config.prompt_tokens())
-    examples = sft_examples(config, policy, records)
+    examples, over_limit = sft_examples(config, policy, records)
     if not examples:
         raise ConfigError(f"no SFT examples in {len(records)} episodes (cloning needs won episodes, skill SFT "
                           "analyzed ones); set sft_tasks > 0 or point sft_runs at runs that have some")
@@ -519,6 +528,8 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
         row = {"update": epoch, "algo": "sft", "sft_data": config.sft_data, "episodes": len(records),
                "examples": len(examples), "autocast": autocast,
                "target_tokens_max": max(len(e.target_ids) for e in examples),
+               **({"labels_over_limit": over_limit, "skill_labels": config.skill_labels}
+                  if config.sft_data == "skills" else {}),
                "loss": sum(losses) / max(1, len(losses)), "loss_last": losses[-1] if losses else None,
                "target_tokens": tokens, "seconds": seconds, "train_tokens_per_s": tokens / max(seconds, 1e-9)}
         run.log(row)
