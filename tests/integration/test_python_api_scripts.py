@@ -28,14 +28,16 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("as_module", [False, True], ids=["python script.py", "python -m script"])
-def test_an_unguarded_script_generates_and_plays(tmp_path: Path, as_module: bool) -> None:
+# "stdin" is the REPL's and a notebook's case: a __main__ with no file that a child could re-import.
+@pytest.mark.parametrize("how", ["script", "module", "stdin"],
+                         ids=["python script.py", "python -m script", "python < script (REPL, notebook)"])
+def test_an_unguarded_script_generates_and_plays(tmp_path: Path, how: str) -> None:
     (tmp_path / "readme_api.py").write_text(SCRIPT)
-    target = ["-m", "readme_api"] if as_module else [str(tmp_path / "readme_api.py")]
+    target = {"script": [str(tmp_path / "readme_api.py")], "module": ["-m", "readme_api"], "stdin": ["-"]}[how]
     env = {**os.environ, "SEED_GYM_HOME": str(tmp_path / "home"), "PYTHONPATH": str(tmp_path)}
     try:
         result = subprocess.run([sys.executable, *target], cwd=tmp_path, env=env, capture_output=True,
-                                text=True, timeout=300)
+                                text=True, timeout=300, input=SCRIPT if how == "stdin" else None)
     except subprocess.TimeoutExpired:
         pytest.fail("the unguarded script hung (its worker processes re-ran it)")
     assert result.returncode == 0, result.stderr[-2000:]
