@@ -6,8 +6,9 @@ against a baseline measured in the same run.
    ``envs_per_worker`` envs), and on the process and ray pools at 1, 2 and 4 workers of
    ``envs_per_worker`` envs each; after an untimed warm-up round (first game loads). Ratio: to inline.
 2. **Engine overhead**: the same agent and episodes through the rollout engine on an inline pool of
-   ``envs_per_worker`` envs (one lock-step batch, as rollouts run), against a bare
-   ``reset``/``act``/``step`` loop on one env that records nothing; the better of ``repeats``
+   ``envs_per_worker`` envs (one lock-step batch, as rollouts run), against a bare lock-step
+   ``reset``/``act``/``step`` loop on as many envs that records nothing (the same env work and
+   schedule, so the difference is the engine's own bookkeeping); the better of ``repeats``
    alternating runs each, after a warm-up of both. Overhead = engine / bare - 1 (target: under 10%).
 3. **Lock-step vs waves** with a model agent (``hf:<model>``, sampled, so identical records show
    that sampling belongs to the episode): the same episodes on a process pool with ``waves=1`` and
@@ -25,6 +26,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -158,21 +160,37 @@ def transport_floor(calls: int = 200) -> dict[str, float]:
 
 
 # -- 2. engine overhead -------------------------------------------------------------------------
-def _bare_loop(env: TextEnv, agent: Agent, episodes: list[EpisodeSpec]) -> tuple[float, int]:
-    """The same episodes stepped by hand on one env: reset, then act/step until the episode ends."""
+def _bare_loop(envs: Sequence[TextEnv], agent: Agent, episodes: list[EpisodeSpec]) -> tuple[float, int]:
+    """The same episodes stepped by hand on ``envs`` in lock-step, as the engine schedules them on
+    as many slots (every live episode acts once per round, one agent batch; a finished episode's env
+    takes the next episode), recording nothing: the env work and the agent calls alone."""
+    pending = deque(episodes)
+    live: dict[int, tuple[str, str, dict[str, Any]]] = {}
     steps = 0
+
+    def start(slot: int) -> None:
+        spec = pending.popleft()
+        observation, info = envs[slot].reset(seed=spec.seed, options={"task_id": spec.task_id})
+        agent.reset([spec.episode_id], [observation], [info])
+        live[slot] = (spec.episode_id, observation, info)
+
     started = time.perf_counter()
-    for spec in episodes:
-        ids = [spec.episode_id]
-        observation, info = env.reset(seed=spec.seed, options={"task_id": spec.task_id})
-        agent.reset(ids, [observation], [info])
-        done = False
-        while not done:
-            action = agent.act(ids, [observation], [info])[0]
-            observation, _, terminated, truncated, info = env.step(action if isinstance(action, str) else action.action)
+    for slot in range(len(envs)):
+        if pending:
+            start(slot)
+    while live:
+        slots = sorted(live)
+        actions = agent.act([live[s][0] for s in slots], [live[s][1] for s in slots], [live[s][2] for s in slots])
+        for slot, action in zip(slots, actions):
+            observation, _, terminated, truncated, info = envs[slot].step(
+                action if isinstance(action, str) else action.action)
             steps += 1
-            done = terminated or truncated
-        agent.end(ids)
+            if terminated or truncated:
+                agent.end([live.pop(slot)[0]])
+                if pending:
+                    start(slot)
+            else:
+                live[slot] = (live[slot][0], observation, info)
     return time.perf_counter() - started, steps
 
 
@@ -181,16 +199,17 @@ def engine_overhead(env: EnvSetup, *, episodes: int, slots: int = 4, repeats: in
     bare: list[float] = []
     engine: list[float] = []
     bare_steps = engine_steps = 0
-    bare_env = make(env.env_id, **env.env_kwargs)
+    bare_envs = [make(env.env_id, **env.env_kwargs) for _ in range(slots)]
     with InlinePool(env.env_id, env.env_kwargs, slots) as pool:
         for _ in range(repeats + 1):  # the first pass of each warms caches (first loads, per-task caches)
-            seconds, bare_steps = _bare_loop(bare_env, _agent(env), plan)
+            seconds, bare_steps = _bare_loop(bare_envs, _agent(env), plan)
             bare.append(seconds)
             seconds, records = _timed(pool, _agent(env), plan)
             engine.append(seconds)
             engine_steps = sum(r.num_steps for r in records)
         bare, engine = bare[1:], engine[1:]
-    bare_env.close()
+    for bare_env in bare_envs:
+        bare_env.close()
     return {"episodes": episodes, "slots": slots, "steps": engine_steps, "same_steps": engine_steps == bare_steps,
             "bare_seconds": round(min(bare), 4), "engine_seconds": round(min(engine), 4),
             "overhead": round(min(engine) / min(bare) - 1, 4), "repeats": repeats,
