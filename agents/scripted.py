@@ -45,7 +45,9 @@ class RandomAgent(Agent):
             infos: Sequence[Mapping[str, Any]]) -> list[str | AgentAction]:
         actions: list[str | AgentAction] = []
         for episode_id, info in zip(episode_ids, infos):
-            rng = self._rngs.setdefault(episode_id, episode_rng(self.seed, episode_id))
+            rng = self._rngs.get(episode_id)  # seeding a Random costs more than the choice: once per episode
+            if rng is None:
+                rng = self._rngs[episode_id] = episode_rng(self.seed, episode_id)
             choices = info.get("admissible_actions") or []
             if not choices or rng.random() < self.invalid_prob:
                 actions.append(AgentAction(action="", valid_format=False))
