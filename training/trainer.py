@@ -472,15 +472,16 @@ def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecor
         return expert_examples(records, policy, PromptBuilder(template_for_env(config.env), config.history)), 0
     from seed_gym.training.analyzer import analyzer_prompt, ground_truth_from_env, make_analyzer
 
-    env = make(config.env, **config.env_args)
+    # a live env only to look up the answer key, when the labels may read it
+    env = make(config.env, **config.env_args) if config.skill_labels == "ground-truth" else None
     try:
         kind = "rule" if config.analyzer in ("policy", "frozen") else config.analyzer
-        truth = ground_truth_from_env(env) if config.skill_labels == "ground-truth" else None
         analyzer = make_analyzer(kind, env_id=config.env, base_url=config.analyzer_url, model=config.analyzer_model,
-                                 ground_truth=truth)
+                                 ground_truth=ground_truth_from_env(env) if env else None)
         labelled = skill_examples(records, analyzer.analyze(records), policy, analyzer_prompt)
     finally:
-        env.close()
+        if env is not None:
+            env.close()
     kept, over = within_limit(labelled, config.analyzer_max_new_tokens)
     if labelled and not kept:
         shortest = min(len(e.target_ids) for e in labelled)
