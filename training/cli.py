@@ -87,13 +87,15 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (done / to do) and stop."),
         report_only: bool = typer.Option(False, "--report-only",
                                          help="Only rebuild the report from the RL stages finished so far."),
+        jobs: int = typer.Option(1, min=1, help="Stages run at once, each in its own process with cores/jobs "
+                                 "torch threads (logs in OUT/logs/)."),
     ) -> None:
         """The SEED experiment in miniature: tiny model -> SFT -> hindsight-skill SFT -> every RL arm x seed
         -> report (OUT/report/report.html, .md, .json). Every stage resumes; finished stages are skipped."""
         from seed_gym.training.reproduce import PresetError, reproduce
 
         try:
-            reproduce(preset, out, stage=stage, dry_run=dry_run, report_only=report_only, echo=lambda line: console.print(line, markup=False, soft_wrap=True),
+            reproduce(preset, out, stage=stage, dry_run=dry_run, report_only=report_only, jobs=jobs, echo=lambda line: console.print(line, markup=False, soft_wrap=True),
                       on_row=lambda row: console.print(f"[dim]update {row['update']}[/] {_describe(row).splitlines()[0]}"))
         except PresetError as error:
             console.print(f"[red]{error}[/]")

@@ -31,6 +31,11 @@ Rules:
   and the trainer's resume reads them back (its identity check refuses a copy that is a different
   evaluation), so 8 arms evaluate each start once per seed, and their paired comparisons against the
   start share one baseline.
+* ``--jobs N`` runs up to N stages at once, each in its own process with ``cores // N`` torch
+  threads and its output in ``OUT/logs/<stage>.log``. A stage starts when the stages it reads have
+  finished and no running stage shares its start evaluation (so each start is still evaluated once);
+  after a stage fails, no new one starts, the running ones finish, and the error names the log.
+  Results do not depend on N: every stage is the same run folder it would be with one job.
 * Settings merge in this order: ``[common]`` < the stage kind's table (``[sft]``, ``[skill_sft]``,
   ``[rl]``) < ``[env_settings.<env>.<table>]`` (``common``, ``sft``, ...) < the arm's own table. An arm's ``start`` is
   ``"sft"`` or ``"skill-sft"``; ``skill_bank = "offline"`` means the env's offline library.
@@ -234,17 +239,24 @@ def start_evaluation(out: Path) -> Path:
     return out / "evals" / "update-000000"
 
 
+def evaluation_key(stage: Stage) -> dict[str, Any] | None:
+    """What an RL stage's update-0 evaluation depends on (its settings but :data:`ARM_ONLY`); None for
+    a stage that evaluates no start."""
+    if stage.kind != "rl" or not stage.config.get("eval_initial"):
+        return None
+    return {k: v for k, v in stage.config.items() if k not in ARM_ONLY}
+
+
 def share_start_evaluation(stage: Stage, stages: list[Stage]) -> Path | None:
     """Copy the finished update-0 evaluation of an earlier arm with the same start, seed and settings
     into ``stage`` (see the module rules); returns the folder it came from, or None."""
     mine = start_evaluation(stage.out)
-    if mine.exists() or not stage.config.get("eval_initial"):
+    key = evaluation_key(stage)
+    if mine.exists() or key is None:
         return None
-    key = {k: v for k, v in stage.config.items() if k not in ARM_ONLY}
     for other in stages:
         theirs = start_evaluation(other.out)
-        if (other is stage or other.kind != "rl" or not theirs.is_dir()
-                or {k: v for k, v in other.config.items() if k not in ARM_ONLY} != key):
+        if other is stage or not theirs.is_dir() or evaluation_key(other) != key:
             continue
         summaries = [folder / "summary.json" for folder in theirs.iterdir() if folder.is_dir()]
         if summaries and all(s.is_file() and json.loads(s.read_text()).get("complete") for s in summaries):
@@ -294,10 +306,13 @@ def rebuild_report(stages: list[Stage], preset: dict[str, Any], echo: Callable[[
 
 
 def reproduce(preset_name: str | Path, out: str | Path, *, stage: str | None = None, dry_run: bool = False,
-              report_only: bool = False, echo: Callable[[str], None] = print,
+              report_only: bool = False, jobs: int = 1, echo: Callable[[str], None] = print,
               on_row: Callable[[dict[str, Any]], None] | None = None) -> list[Stage]:
     """Run the preset's plan (or one ``stage`` of it, or with ``report_only`` only rebuild the report);
-    finished stages are skipped. Returns the plan."""
+    finished stages are skipped; ``jobs`` > 1 runs independent stages at once (module rules).
+    Returns the plan."""
+    if jobs < 1:
+        raise PresetError(f"jobs must be >= 1, got {jobs}")
     preset = load_preset(preset_name)
     stages = plan(preset, out)
     if stage is not None and stage not in {s.name for s in stages}:
@@ -311,12 +326,99 @@ def reproduce(preset_name: str | Path, out: str | Path, *, stage: str | None = N
         for line in describe(stages):
             echo(line)
         return stages
+    parallel = jobs > 1 and stage is None
+    if parallel:
+        run_parallel(preset_name, out, stages, jobs, echo)
     for item in stages:
-        if stage is not None and item.name != stage:
-            continue
+        if (stage is not None and item.name != stage) or (parallel and item.kind != "report"):
+            continue  # (with jobs, the rest ran in their own processes)
         if item.done():
             echo(f"[done] {item.name}")
             continue
         echo(f"[run] {item.name}")
         run_stage(item, stages, preset, on_row)
     return stages
+
+
+# -- several stages at once (--jobs) --------------------------------------------------------------
+def ready_stages(pending: list[Stage], running: list[Stage], stages: list[Stage]) -> list[Stage]:
+    """The pending stages that may start now, in plan order: every stage they read has finished, and
+    none shares its start evaluation with a running stage (which would evaluate the start twice)."""
+    by_name = {s.name: s for s in stages}
+    busy = [evaluation_key(s) for s in running]
+    return [s for s in pending
+            if all(by_name[need].done() for need in s.needs)
+            and (evaluation_key(s) is None or evaluation_key(s) not in busy)]
+
+
+def stage_log(out: str | Path, stage: Stage) -> Path:
+    return Path(out) / "logs" / (stage.name.replace("/", "__") + ".log")
+
+
+def run_parallel(preset_name: str | Path, out: str | Path, stages: list[Stage], jobs: int,
+                 echo: Callable[[str], None] = print) -> None:
+    """Every stage but the report, up to ``jobs`` at once, each in a spawned process (module rules)."""
+    import os
+    from multiprocessing.connection import wait
+
+    from seed_gym.registry import spec
+    from seed_gym.spawning import main_free_spawn_context
+
+    context = main_free_spawn_context()
+    threads = max(1, len(os.sched_getaffinity(0)) // jobs)
+    preset_ref = str(Path(preset_name).resolve()) if Path(preset_name).exists() else str(preset_name)
+    pending = [s for s in stages if s.kind != "report" and not s.done()]
+    for s in stages:
+        if s.kind != "report" and s.done():
+            echo(f"[done] {s.name}")
+    running: dict[Any, tuple[Stage, float]] = {}
+    failed: list[str] = []
+    while pending or running:
+        if not failed:
+            for item in ready_stages(pending, [s for s, _ in running.values()], stages)[: jobs - len(running)]:
+                log = stage_log(out, item)
+                log.parent.mkdir(parents=True, exist_ok=True)
+                env_spec = spec(item.env) if item.env else None  # runtime-registered envs travel with the stage
+                process = context.Process(target=_stage_process, name=f"seed-gym {item.name}",
+                                          args=(preset_ref, str(out), item.name, str(log), threads, env_spec))
+                process.start()
+                running[process.sentinel] = (item, time.time())
+                pending.remove(item)
+                echo(f"[run] {item.name} ({threads} threads; log {log})")
+        if not running:
+            if failed or not pending:
+                break
+            raise PresetError("no stage can start: " + ", ".join(s.name for s in pending))
+        for sentinel in wait(list(running)):
+            item, started = running.pop(sentinel)
+            if item.done():
+                echo(f"[done] {item.name} in {time.time() - started:.0f} s")
+            else:
+                failed.append(item.name)
+                echo(f"[failed] {item.name}: see {stage_log(out, item)}")
+    if failed:
+        raise PresetError(f"{len(failed)} stage(s) failed: "
+                          + "; ".join(f"{name} (log {stage_log(out, Stage(name, '', Path()))})" for name in failed))
+
+
+def _stage_process(preset_ref: str, out: str, name: str, log: str, threads: int, env_spec: Any) -> None:
+    """One stage in a child process: its output to ``log``, ``threads`` torch threads."""
+    import os
+    import sys
+
+    with open(log, "a", buffering=1, encoding="utf-8") as stream:
+        os.dup2(stream.fileno(), 1)
+        os.dup2(stream.fileno(), 2)
+        sys.stdout = sys.stderr = stream
+        for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[variable] = str(threads)
+        import torch
+
+        torch.set_num_threads(threads)
+        if env_spec is not None:
+            from seed_gym.registry import register
+
+            register(env_spec.env_id, env_spec.entry_point, description=env_spec.description,
+                     profile=env_spec.profile, **env_spec.default_kwargs)
+        reproduce(preset_ref, out, stage=name, echo=print,
+                  on_row=lambda row: print(f"update {row['update']}: {json.dumps(row, default=str)[:400]}"))

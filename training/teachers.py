@@ -29,7 +29,7 @@ from typing import Any
 from seed_gym import jsonl
 from seed_gym.records import EpisodeRecord
 from seed_gym.training.algorithms import algorithm
-from seed_gym.training.analyzer import ground_truth_from_env, make_analyzer
+from seed_gym.training.analyzer import ANALYZER_TRAJECTORY_CHARS, ground_truth_from_env, make_analyzer
 from seed_gym.training.batch import StepSample
 from seed_gym.training.skills import SkillBank, insert_skill_messages, prepend_privileged_messages
 
@@ -40,7 +40,7 @@ class TeacherSource:
     def __init__(self, algo: str, env_id: str, *, policy_backend: Any = None, env: Any = None,
                  analyzer: str = "policy", analyzer_url: str | None = None, analyzer_model: str | None = None,
                  skill_bank: str | None = None, analyzer_max_new_tokens: int = 768,
-                 frozen_backend: Any = None) -> None:
+                 analyzer_max_chars: int = ANALYZER_TRAJECTORY_CHARS, frozen_backend: Any = None) -> None:
         self.algo = algo
         self.analyzer = None
         self.bank = None
@@ -56,7 +56,7 @@ class TeacherSource:
                 analyzer, policy_backend = "policy", frozen_backend
             self.analyzer = make_analyzer(analyzer, env_id=env_id, backend=policy_backend, base_url=analyzer_url,
                                           model=analyzer_model, max_new_tokens=analyzer_max_new_tokens,
-                                          ground_truth=truth)
+                                          max_chars=analyzer_max_chars, ground_truth=truth)
         elif teacher == "ground-truth":
             self.analyzer = make_analyzer("rule", env_id=env_id, ground_truth=truth)
         elif teacher == "skill-bank":

@@ -40,6 +40,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -303,6 +304,7 @@ def start_rl(config: TrainConfig, run: TrainRun, parallel: DataParallel, env: An
                              analyzer=config.analyzer, analyzer_url=config.analyzer_url,
                              analyzer_model=config.analyzer_model, skill_bank=config.skill_bank,
                              analyzer_max_new_tokens=config.analyzer_max_new_tokens,
+                             analyzer_max_chars=config.analyzer_max_chars,
                              frozen_backend=frozen_analyzer_backend(config, device))
     settings = UpdateSettings(micro_batch=config.micro_batch, mini_batches=config.mini_batches,
                               grad_clip=config.grad_clip)
@@ -478,7 +480,8 @@ def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecor
         kind = "rule" if config.analyzer in ("policy", "frozen") else config.analyzer
         analyzer = make_analyzer(kind, env_id=config.env, base_url=config.analyzer_url, model=config.analyzer_model,
                                  ground_truth=ground_truth_from_env(env) if env else None)
-        labelled = skill_examples(records, analyzer.analyze(records), policy, analyzer_prompt)
+        labelled = skill_examples(records, analyzer.analyze(records), policy,
+                                  partial(analyzer_prompt, max_chars=config.analyzer_max_chars))
     finally:
         if env is not None:
             env.close()

@@ -74,3 +74,24 @@ def test_the_micro_preset_runs_every_stage_resumes_and_reports(tmp_path):
     reproduce(MICRO, out, echo=said.append)
     assert said.count("[run] rl/toy-pick/grpo/seed-0") == 1 and sum(line.startswith("[run]") for line in said) == 1
     assert (grpo / "metrics.jsonl").read_text() == rows and (grpo / MARKER).exists()
+
+
+def test_the_micro_preset_with_two_jobs_runs_stages_in_their_own_processes_and_shares_each_start(tmp_path):
+    from seed_gym.training.reproduce import reproduce
+
+    register_pick_env()  # the child processes get the runtime-registered env with their stage
+    out, said = tmp_path / "repro", []
+    plan = reproduce(MICRO, out, jobs=2, echo=said.append)
+    assert all(stage.done() for stage in plan)
+    runs = [line for line in said if line.startswith("[run] ")]
+    assert len(runs) == len(plan) and all("1 threads" in line for line in runs[:-1])  # 2 cores / 2 jobs
+    assert (out / "logs" / "rl__toy-pick__grpo__seed-0.log").read_text().count("[run] rl/toy-pick/grpo/seed-0") == 1
+
+    def start_episodes(arm):
+        return (out / "rl" / "toy-pick" / arm / "seed-0" / "evals" / "update-000000" / "unseen" / "episodes.jsonl").read_text()
+    assert start_episodes("gigpo") == start_episodes("grpo") == start_episodes("seed-no-skill-sft")
+    assert start_episodes("seed-frozen-analyzer") == start_episodes("seed")
+    assert set(json.loads((out / "report" / "report.json").read_text())["envs"]["toy-pick"]["arms"]) >= {"grpo", "seed"}
+    said.clear()
+    reproduce(MICRO, out, jobs=2, echo=said.append)  # everything finished: nothing runs again
+    assert not any(line.startswith("[run]") for line in said)

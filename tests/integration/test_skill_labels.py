@@ -69,3 +69,18 @@ def test_skill_sft_drops_labels_the_analyzer_could_not_finish(tiny_model_dir, ra
     assert len(kept) + over == len(every) and all(len(e.target_ids) <= limit for e in kept)
     with pytest.raises(ConfigError, match=f"raise analyzer_max_new_tokens to at least {lengths[0]}"):
         _labels(tiny_model_dir, random_webshop_episodes, analyzer_max_new_tokens=lengths[0] - 1)
+
+
+def test_skill_sft_prompts_read_the_trajectory_within_the_analyzer_budget(tiny_model_dir, random_webshop_episodes):
+    """The analyzer is trained on prompts of the size it will be sent in RL (analyzer_max_chars)."""
+    from seed_gym.training.analyzer import analyzer_prompt
+    from seed_gym.training.policy import Policy
+
+    policy = Policy.load(tiny_model_dir)
+    labels, full, _ = _labels(tiny_model_dir, random_webshop_episodes, analyzer_max_new_tokens=4096)
+    short_labels, short, _ = _labels(tiny_model_dir, random_webshop_episodes, analyzer_max_new_tokens=4096,
+                                     analyzer_max_chars=1500)
+    assert short_labels == labels  # the same labels, read from a shorter trajectory
+    for record, example in zip(random_webshop_episodes, short):
+        assert example.prompt_ids == policy.encode_prompt(analyzer_prompt(record, max_chars=1500))
+    assert sum(len(e.prompt_ids) for e in short) < sum(len(e.prompt_ids) for e in full)

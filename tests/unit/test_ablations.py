@@ -101,3 +101,25 @@ def test_seed_reports_the_share_of_analyzer_replies_cut_at_the_token_limit():
     _, stats = source.teacher_messages([record("a#0", "clean"), record("b#0", "clean")], [sample("a#0"), sample("b#0")])
     assert stats["skill_parse_rate"] == 0.5
     assert stats["skill_cut_rate"] == 2 / 3  # the first try twice (one cut), then the cut one's repair (cut again)
+
+
+def test_the_seed_analyzer_reads_the_trajectory_within_the_configured_character_budget():
+    seen: list[str] = []
+
+    class Backend:  # records the prompts it is sent
+        name = "scripted"
+
+        def generate(self, prompts, params):
+            seen.extend(p[-1]["content"] for p in prompts)
+            return [Generation(text='{"episode_summary": "s", "episode_skill": "k"}', prompt_tokens=0,
+                               completion_tokens=9) for _ in prompts]
+
+    long = record("a#0", "clean")
+    long.steps[0].observation = "You see a countertop. " * 400  # ~8,800 characters
+    for budget in (9000, 1000):
+        seen.clear()
+        TeacherSource("seed", "alfworld", policy_backend=Backend(), analyzer_max_chars=budget).teacher_messages(
+            [long], [sample("a#0")])
+        trajectory = seen[0].split("Trajectory:\n", 1)[1]
+        assert len(trajectory) <= budget
+    assert "countertop. You see" in trajectory and "…" in trajectory  # the middle was trimmed, not the ends

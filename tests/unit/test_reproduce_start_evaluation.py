@@ -83,3 +83,29 @@ def test_a_preset_can_extend_another_and_name_exactly_the_arms_it_runs(tmp_path)
     loop.write_text('extends = "loop.toml"\nenvs = ["webshop"]\n')
     with pytest.raises(PresetError, match="extends itself"):
         load_preset(loop)
+
+
+def mark_done(stage) -> None:
+    stage.out.mkdir(parents=True, exist_ok=True)
+    (stage.out / "stage.json").write_text("{}")
+
+
+def test_parallel_stages_start_when_their_inputs_finished_and_never_evaluate_one_start_twice(tmp_path):
+    from seed_gym.training.reproduce import ready_stages
+
+    all_stages = plan(PRESET, tmp_path)
+    stages = {stage.name: stage for stage in all_stages}
+    pending = [s for s in all_stages if s.kind != "report"]
+    assert [s.name for s in ready_stages(pending, [], all_stages)] == ["model"]
+    for name in ("model", "sft/webshop"):
+        mark_done(stages[name])
+    pending = [s for s in pending if not s.done()]
+    ready = [s.name for s in ready_stages(pending, [], all_stages)]
+    # skill SFT and every arm from the plain SFT start; the skill-sft arms wait for their start
+    assert ready[0] == "skill-sft/webshop" and "rl/webshop/grpo/seed-0" in ready
+    assert not any(name.startswith(("rl/webshop/seed/", "offline-skills")) for name in ready)
+    # while grpo seed 0 evaluates the SFT start for seed 0, no other arm from it may start
+    running = [stages["rl/webshop/grpo/seed-0"]]
+    ready = [s.name for s in ready_stages([s for s in pending if s not in running], running, all_stages)]
+    assert "rl/webshop/gigpo/seed-0" not in ready and "rl/webshop/gigpo/seed-1" in ready
+    assert "rl/webshop/grpo-hot/seed-0" in ready  # another evaluation setting: another evaluation
