@@ -35,7 +35,9 @@ Rules:
   threads and its output in ``OUT/logs/<stage>.log``. A stage starts when the stages it reads have
   finished and no running stage shares its start evaluation (so each start is still evaluated once);
   after a stage fails, no new one starts, the running ones finish, and the error names the log.
-  Results do not depend on N: every stage is the same run folder it would be with one job.
+  Every stage is the same run, with the same settings and seeds, as with one job (only torch's
+  thread count differs, which can change float rounding). When the scheduler stops (Ctrl-C, an
+  error), it stops its running stages; a rerun resumes them.
 * Settings merge in this order: ``[common]`` < the stage kind's table (``[sft]``, ``[skill_sft]``,
   ``[rl]``) < ``[env_settings.<env>.<table>]`` (``common``, ``sft``, ...) < the arm's own table. An arm's ``start`` is
   ``"sft"`` or ``"skill-sft"``; ``skill_bank = "offline"`` means the env's offline library.
@@ -371,54 +373,60 @@ def run_parallel(preset_name: str | Path, out: str | Path, stages: list[Stage], 
     for s in stages:
         if s.kind != "report" and s.done():
             echo(f"[done] {s.name}")
-    running: dict[Any, tuple[Stage, float]] = {}
+    running: dict[Any, tuple[Stage, Any, float]] = {}  # sentinel -> (stage, process, start time)
     failed: list[str] = []
-    while pending or running:
-        if not failed:
-            for item in ready_stages(pending, [s for s, _ in running.values()], stages)[: jobs - len(running)]:
-                log = stage_log(out, item)
-                log.parent.mkdir(parents=True, exist_ok=True)
-                env_spec = spec(item.env) if item.env else None  # runtime-registered envs travel with the stage
-                process = context.Process(target=_stage_process, name=f"seed-gym {item.name}",
-                                          args=(preset_ref, str(out), item.name, str(log), threads, env_spec))
-                process.start()
-                running[process.sentinel] = (item, time.time())
-                pending.remove(item)
-                echo(f"[run] {item.name} ({threads} threads; log {log})")
-        if not running:
-            if failed or not pending:
-                break
-            raise PresetError("no stage can start: " + ", ".join(s.name for s in pending))
-        for sentinel in wait(list(running)):
-            item, started = running.pop(sentinel)
-            if item.done():
-                echo(f"[done] {item.name} in {time.time() - started:.0f} s")
-            else:
-                failed.append(item.name)
-                echo(f"[failed] {item.name}: see {stage_log(out, item)}")
+    try:
+        while pending or running:
+            if not failed:
+                busy = [item for item, _, _ in running.values()]
+                for item in ready_stages(pending, busy, stages)[: jobs - len(running)]:
+                    log = stage_log(out, item)
+                    log.parent.mkdir(parents=True, exist_ok=True)
+                    env_spec = spec(item.env) if item.env else None  # runtime-registered envs travel with it
+                    process = context.Process(target=_stage_process, name=f"seed-gym {item.name}",
+                                              args=(preset_ref, str(out), item.name, str(log), threads, env_spec))
+                    process.start()
+                    running[process.sentinel] = (item, process, time.time())
+                    pending.remove(item)
+                    echo(f"[run] {item.name} ({threads} threads; log {log})")
+            if not running:
+                if failed or not pending:
+                    break
+                raise PresetError("no stage can start: " + ", ".join(s.name for s in pending))
+            for sentinel in wait(list(running)):
+                item, process, started = running.pop(sentinel)
+                process.join()
+                if item.done():
+                    echo(f"[done] {item.name} in {time.time() - started:.0f} s")
+                else:
+                    failed.append(f"{item.name} (exit code {process.exitcode}; log {stage_log(out, item)})")
+                    echo(f"[failed] {failed[-1]}")
+    finally:
+        for _, process, _ in running.values():  # stopped early: the stages resume on the next run
+            process.terminate()
+            process.join()
     if failed:
-        raise PresetError(f"{len(failed)} stage(s) failed: "
-                          + "; ".join(f"{name} (log {stage_log(out, Stage(name, '', Path()))})" for name in failed))
+        raise PresetError(f"{len(failed)} stage(s) failed: " + "; ".join(failed))
 
 
 def _stage_process(preset_ref: str, out: str, name: str, log: str, threads: int, env_spec: Any) -> None:
-    """One stage in a child process: its output to ``log``, ``threads`` torch threads."""
+    """One stage in a child process: its output (a traceback too) to ``log``, ``threads`` torch threads."""
     import os
     import sys
 
-    with open(log, "a", buffering=1, encoding="utf-8") as stream:
-        os.dup2(stream.fileno(), 1)
-        os.dup2(stream.fileno(), 2)
-        sys.stdout = sys.stderr = stream
-        for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[variable] = str(threads)
-        import torch
+    stream = open(log, "a", buffering=1, encoding="utf-8")  # left open: the exiting process closes it
+    os.dup2(stream.fileno(), 1)
+    os.dup2(stream.fileno(), 2)
+    sys.stdout = sys.stderr = stream
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = str(threads)
+    import torch
 
-        torch.set_num_threads(threads)
-        if env_spec is not None:
-            from seed_gym.registry import register
+    torch.set_num_threads(threads)
+    if env_spec is not None:
+        from seed_gym.registry import register
 
-            register(env_spec.env_id, env_spec.entry_point, description=env_spec.description,
-                     profile=env_spec.profile, **env_spec.default_kwargs)
-        reproduce(preset_ref, out, stage=name, echo=print,
-                  on_row=lambda row: print(f"update {row['update']}: {json.dumps(row, default=str)[:400]}"))
+        register(env_spec.env_id, env_spec.entry_point, description=env_spec.description,
+                 profile=env_spec.profile, **env_spec.default_kwargs)
+    reproduce(preset_ref, out, stage=name, echo=print,
+              on_row=lambda row: print(f"update {row['update']}: {json.dumps(row, default=str)[:400]}"))

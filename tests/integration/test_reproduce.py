@@ -95,3 +95,15 @@ def test_the_micro_preset_with_two_jobs_runs_stages_in_their_own_processes_and_s
     said.clear()
     reproduce(MICRO, out, jobs=2, echo=said.append)  # everything finished: nothing runs again
     assert not any(line.startswith("[run]") for line in said)
+
+
+def test_with_jobs_a_failed_stage_stops_the_plan_and_names_its_log(tmp_path):
+    from seed_gym.training.reproduce import PresetError, reproduce
+
+    preset = tmp_path / "broken.toml"
+    preset.write_text(f'extends = "{MICRO}"\n[model]\nsize = "no-such-size"\n')
+    out, said = tmp_path / "repro", []
+    with pytest.raises(PresetError, match=r"1 stage\(s\) failed: model \(exit code 1; log .*logs/model\.log\)"):
+        reproduce(preset, out, jobs=2, echo=said.append)
+    assert [line.split(" (")[0] for line in said if line.startswith("[run]")] == ["[run] model"]  # nothing after it
+    assert "no-such-size" in (out / "logs" / "model.log").read_text()  # the child's traceback, in its log
