@@ -146,9 +146,9 @@ class TrainConfig(BaseModel):
     """Model name sent to the analyzer server (analyzer=openai)."""
     analyzer_max_new_tokens: int = 768
     """Tokens per analyzer response; skill SFT drops longer labels."""
+    # skill SFT's prompts use the same budget, so the analyzer is trained on what it will read
     analyzer_max_chars: int = Field(9000, ge=500)
-    """Characters of serialised trajectory in an analyzer prompt (observations trimmed in the middle to
-    fit); skill SFT's prompts use the same budget, so the analyzer is trained on what it will read."""
+    """Characters of trajectory an analyzer prompt shows (observations trimmed in the middle to fit)."""
     # The paper's labeller reads the serialised episode only; with the answer key a label names facts
     # (the target product, the gold answer) that the analyzer's prompt does not show.
     skill_labels: Literal["trajectory", "ground-truth"] = "trajectory"
