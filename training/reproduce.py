@@ -178,14 +178,15 @@ def plan(preset: dict[str, Any], out: str | Path) -> list[Stage]:
         bank_out = out / "offline-skills" / env
         stages.append(Stage(f"offline-skills/{env}", "offline-skills", bank_out, env,
                             {"episodes": str(skill_out / "data" / "base-policy")}, (f"skill-sft/{env}",)))
-        for arm, arm_settings in preset["arms"].items():
-            start = arm_settings.get("start", "sft")
-            own = {k: v for k, v in arm_settings.items() if k != "start"}
-            needs = [f"sft/{env}" if start == "sft" else f"skill-sft/{env}"]
-            if own.get("skill_bank") == "offline":
-                own["skill_bank"] = str(bank_out / "bank")
-                needs.append(f"offline-skills/{env}")
-            for seed in preset["seeds"]:
+        # seed-major: a run cut short still compares every arm on the seeds it finished
+        for seed in preset["seeds"]:
+            for arm, arm_settings in preset["arms"].items():
+                start = arm_settings.get("start", "sft")
+                own = {k: v for k, v in arm_settings.items() if k != "start"}
+                needs = [f"sft/{env}" if start == "sft" else f"skill-sft/{env}"]
+                if own.get("skill_bank") == "offline":
+                    own["skill_bank"] = str(bank_out / "bank")
+                    needs.append(f"offline-skills/{env}")
                 run_out = out / "rl" / env / arm / f"seed-{seed}"
                 config = {**_settings(preset, env, "rl"), **own, "env": env, "seed": seed,
                           "model": str(starts[start]), "out": str(run_out), "eval_initial": True}
@@ -353,6 +354,12 @@ def ready_stages(pending: list[Stage], running: list[Stage], stages: list[Stage]
             and (evaluation_key(s) is None or evaluation_key(s) not in busy)]
 
 
+def stage_threads(cores: int, jobs: int, running: int, ready: int) -> int:
+    """Torch threads for the stages starting now: cores/jobs, but every core for a lone ready stage with
+    nothing running, since nothing else can start before it ends (the SFT start, for one)."""
+    return cores if running == 0 and ready == 1 else max(1, cores // jobs)
+
+
 def stage_log(out: str | Path, stage: Stage) -> Path:
     return Path(out) / "logs" / (stage.name.replace("/", "__") + ".log")
 
@@ -367,7 +374,7 @@ def run_parallel(preset_name: str | Path, out: str | Path, stages: list[Stage], 
     from seed_gym.spawning import main_free_spawn_context
 
     context = main_free_spawn_context()
-    threads = max(1, len(os.sched_getaffinity(0)) // jobs)
+    cores = len(os.sched_getaffinity(0))
     preset_ref = str(Path(preset_name).resolve()) if Path(preset_name).exists() else str(preset_name)
     pending = [s for s in stages if s.kind != "report" and not s.done()]
     for s in stages:
@@ -379,7 +386,9 @@ def run_parallel(preset_name: str | Path, out: str | Path, stages: list[Stage], 
         while pending or running:
             if not failed:
                 busy = [item for item, _, _ in running.values()]
-                for item in ready_stages(pending, busy, stages)[: jobs - len(running)]:
+                ready = ready_stages(pending, busy, stages)
+                threads = stage_threads(cores, jobs, len(running), len(ready))
+                for item in ready[: jobs - len(running)]:
                     log = stage_log(out, item)
                     log.parent.mkdir(parents=True, exist_ok=True)
                     env_spec = spec(item.env) if item.env else None  # runtime-registered envs travel with it

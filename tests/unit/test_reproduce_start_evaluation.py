@@ -109,3 +109,19 @@ def test_parallel_stages_start_when_their_inputs_finished_and_never_evaluate_one
     ready = [s.name for s in ready_stages([s for s in pending if s not in running], running, all_stages)]
     assert "rl/webshop/gigpo/seed-0" not in ready and "rl/webshop/gigpo/seed-1" in ready
     assert "rl/webshop/grpo-hot/seed-0" in ready  # another evaluation setting: another evaluation
+
+
+def test_the_plan_runs_every_arm_on_a_seed_before_the_next_seed(tmp_path):
+    """A run cut short (or rebuilt with --report-only) then compares every arm on the seeds it finished."""
+    rl = [(s.seed, s.arm) for s in plan(PRESET, tmp_path) if s.kind == "rl"]
+    assert rl == [(seed, arm) for seed in PRESET["seeds"] for arm in PRESET["arms"]]
+
+
+def test_a_stage_nothing_can_run_beside_gets_every_core_and_parallel_stages_share_them():
+    from seed_gym.training.reproduce import stage_threads
+
+    assert stage_threads(cores=2, jobs=2, running=0, ready=1) == 2   # the SFT start, alone
+    assert stage_threads(cores=2, jobs=2, running=0, ready=5) == 1   # two arms at once
+    assert stage_threads(cores=2, jobs=2, running=1, ready=1) == 1   # joins a running stage
+    assert stage_threads(cores=2, jobs=4, running=0, ready=3) == 1   # never below one thread
+    assert stage_threads(cores=16, jobs=4, running=0, ready=3) == 4
