@@ -173,6 +173,8 @@ def plan(preset: dict[str, Any], out: str | Path) -> list[Stage]:
         skill_out = out / "skill-sft" / env
         skill = {**_settings(preset, env, "skill_sft"), "algo": "sft", "sft_data": "skills", "env": env,
                  "model": str(sft_start), "out": str(skill_out)}
+        if skill.pop("replay_sft_data", False):  # the SFT stage's expert episodes, mixed into skill SFT
+            skill["sft_replay_runs"] = [str(sft_out / "data" / "expert")]
         stages.append(Stage(f"skill-sft/{env}", "skill-sft", skill_out, env, skill, (f"sft/{env}",)))
         starts = {"sft": sft_start, "skill-sft": final_checkpoint(skill_out, skill)}
         bank_out = out / "offline-skills" / env

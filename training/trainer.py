@@ -439,14 +439,14 @@ def sft_records(config: TrainConfig, run: TrainRun) -> list[EpisodeRecord]:
     return (collected_sft_records(config, run) if config.sft_tasks else []) + reused
 
 
-def recorded_episodes(path: str, env_id: str) -> list[EpisodeRecord]:
+def recorded_episodes(path: str, env_id: str, field: str = "sft_runs") -> list[EpisodeRecord]:
     """The finished episodes of an existing run folder (a finished or interrupted eval) of ``env_id``."""
     run_dir = RunDir(path)
     if not run_dir.exists():
-        raise ConfigError(f"sft_runs: {path} is not a run folder (no manifest.json)")
+        raise ConfigError(f"{field}: {path} is not a run folder (no manifest.json)")
     recorded_env = run_dir.read_manifest().get("identity", {}).get("env")
     if recorded_env != env_id:
-        raise ConfigError(f"sft_runs: {path} holds {recorded_env!r} episodes, not {env_id!r}")
+        raise ConfigError(f"{field}: {path} holds {recorded_env!r} episodes, not {env_id!r}")
     return list(run_dir.finished().values())
 
 
@@ -456,13 +456,20 @@ def collected_sft_records(config: TrainConfig, run: TrainRun) -> list[EpisodeRec
     if config.sft_data == "expert":
         agent, group, out = "expert", 1, run.out / "data" / "expert"
     else:
-        params = agent_params(config, temperature=config.temperature, tokens=False)
-        agent, group, out = spec_string("hf", config.model, {**params, "dtype": config.dtype}), config.group, run.out / "data" / "base-policy"
+        agent, group, out = base_policy_agent(config), config.group, run.out / "data" / "base-policy"
     evaluate(EvalConfig(env=config.env, split=config.train_split, agent=agent, out=out, n=config.sft_tasks,
                         group=group, seed=config.seed, max_steps=config.max_steps, backend=config.env_backend,
                         workers=config.workers, env_kwargs=config.env_args, waves=config.waves,
                         **pool_options(config)))
     return list(RunDir(out).finished().values())
+
+
+def base_policy_agent(config: TrainConfig) -> str:
+    """The agent that plays skill SFT's base-policy episodes: the starting weights, acting as RL's
+    rollouts will (rollout_choose), so the analyzer learns on the episodes it will read in training."""
+    params = agent_params(config, temperature=config.temperature, tokens=False) \
+        | choice_params(config.rollout_choose, config.rollout_rank_by)
+    return spec_string("hf", config.model, {**params, "dtype": config.dtype})
 
 
 def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecord]) -> tuple[list[Any], int]:
@@ -494,6 +501,22 @@ def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecor
     return kept, over
 
 
+def replay_examples(config: TrainConfig, policy: Policy) -> list[Any]:
+    """Cloning examples from ``sft_replay_runs`` mixed into skill SFT: ``sft_replay_examples`` of them,
+    drawn with the run's seed, or all."""
+    from seed_gym.agents.prompts import PromptBuilder, template_for_env
+    from seed_gym.training.sft import expert_examples
+
+    records = [record for path in config.sft_replay_runs
+               for record in recorded_episodes(path, config.env, "sft_replay_runs")]
+    examples = expert_examples(records, policy, PromptBuilder(template_for_env(config.env), config.history))
+    if config.sft_replay_runs and not examples:
+        raise ConfigError(f"sft_replay_runs: no won episodes to clone in {', '.join(config.sft_replay_runs)}")
+    if config.sft_replay_examples is not None and config.sft_replay_examples < len(examples):
+        examples = random.Random(config.seed).sample(examples, config.sft_replay_examples)
+    return examples
+
+
 def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = None,
                   on_status: OnStatus | None = None) -> list[dict[str, Any]]:
     """SFT, one checkpoint per epoch (``update`` = epoch); resumes at the next epoch."""
@@ -505,6 +528,8 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
     policy = Policy.load(resumed.model_dir, dtype=config.dtype, device=config.device,
                          max_prompt_tokens=config.prompt_tokens())
     examples, over_limit = sft_examples(config, policy, records)
+    replayed = replay_examples(config, policy)
+    examples += replayed
     if not examples:
         raise ConfigError(f"no SFT examples in {len(records)} episodes (cloning needs won episodes, skill SFT "
                           "analyzed ones); set sft_tasks > 0 or point sft_runs at runs that have some")
@@ -532,8 +557,8 @@ def train_sft_run(config: TrainConfig, run: TrainRun, on_row: OnRow | None = Non
         row = {"update": epoch, "algo": "sft", "sft_data": config.sft_data, "episodes": len(records),
                "examples": len(examples), "autocast": autocast,
                "target_tokens_max": max(len(e.target_ids) for e in examples),
-               **({"labels_over_limit": over_limit, "skill_labels": config.skill_labels}
-                  if config.sft_data == "skills" else {}),
+               **({"labels_over_limit": over_limit, "skill_labels": config.skill_labels,
+                   "replay_examples": len(replayed)} if config.sft_data == "skills" else {}),
                "loss": sum(losses) / max(1, len(losses)), "loss_last": losses[-1] if losses else None,
                "target_tokens": tokens, "seconds": seconds, "train_tokens_per_s": tokens / max(seconds, 1e-9)}
         run.log(row)

@@ -84,3 +84,37 @@ def test_skill_sft_prompts_read_the_trajectory_within_the_analyzer_budget(tiny_m
     for record, example in zip(random_webshop_episodes, short):
         assert example.prompt_ids == policy.encode_prompt(analyzer_prompt(record, max_chars=1500))
     assert sum(len(e.prompt_ids) for e in short) < sum(len(e.prompt_ids) for e in full)
+
+
+def test_skill_sft_mixes_in_a_seeded_draw_of_cloning_examples_from_replay_runs(tiny_model_dir, tmp_path):
+    """One set of weights acts and writes skills: replaying cloning examples keeps the actor (a small
+    model's skill SFT alone erased its behaviour cloning, 10% to 0% on WebShop test)."""
+    from seed_gym.agents.prompts import PromptBuilder, template_for_env
+    from seed_gym.evaluate import EvalConfig, evaluate
+    from seed_gym.records import RunDir
+    from seed_gym.training.config import TrainConfig
+    from seed_gym.training.policy import Policy
+    from seed_gym.training.sft import expert_examples
+    from seed_gym.training.trainer import replay_examples
+
+    demos = tmp_path / "demos"
+    evaluate(EvalConfig(env="webshop", split="train", agent="expert", out=demos, n=3, backend="inline"))
+    policy = Policy.load(tiny_model_dir)
+    cloned = expert_examples(RunDir(demos).finished().values(), policy, PromptBuilder(template_for_env("webshop"), 2))
+    assert len(cloned) > 3
+
+    def replayed(**settings):
+        config = TrainConfig(algo="sft", env="webshop", model=str(tiny_model_dir), out="unused", sft_data="skills",
+                             history=2, sft_replay_runs=[str(demos)], **settings)
+        return [(e.prompt_ids, e.target_ids) for e in replay_examples(config, policy)]
+
+    everything = replayed()
+    assert sorted(everything) == sorted((e.prompt_ids, e.target_ids) for e in cloned)
+    drawn = replayed(sft_replay_examples=3, seed=1)
+    assert len(drawn) == 3 and all(pair in everything for pair in drawn)
+    assert drawn == replayed(sft_replay_examples=3, seed=1)  # seeded
+    with pytest.raises(ValueError, match="sft_data=skills"):
+        TrainConfig(algo="sft", env="webshop", model="m", out="o", sft_replay_runs=[str(demos)])
+    with pytest.raises(ConfigError, match="sft_replay_runs: .* not a run folder"):
+        replay_examples(TrainConfig(algo="sft", env="webshop", model="m", out="o", sft_data="skills",
+                                    sft_replay_runs=[str(tmp_path)]), policy)

@@ -125,3 +125,13 @@ def test_a_stage_nothing_can_run_beside_gets_every_core_and_parallel_stages_shar
     assert stage_threads(cores=2, jobs=2, running=1, ready=1) == 1   # joins a running stage
     assert stage_threads(cores=2, jobs=4, running=0, ready=3) == 1   # never below one thread
     assert stage_threads(cores=16, jobs=4, running=0, ready=3) == 4
+
+
+def test_replay_sft_data_mixes_the_sft_stages_expert_episodes_into_skill_sft(tmp_path):
+    preset = {**PRESET, "skill_sft": {"replay_sft_data": True, "sft_replay_examples": 64}}
+    skill = {s.name: s for s in plan(preset, tmp_path)}["skill-sft/webshop"]
+    assert skill.config["sft_replay_runs"] == [str(tmp_path / "sft" / "webshop" / "data" / "expert")]
+    assert "replay_sft_data" not in skill.config and skill.config["sft_replay_examples"] == 64
+    assert "sft/webshop" in skill.needs
+    plain = {s.name: s for s in plan(PRESET, tmp_path)}["skill-sft/webshop"]
+    assert "sft_replay_runs" not in plain.config
