@@ -41,6 +41,8 @@ def test_the_micro_preset_runs_every_stage_resumes_and_reports(tmp_path):
     def config(arm):
         return json.loads((out / "rl" / "toy-pick" / arm / "seed-0" / "config.json").read_text())["identity"]
     assert "/skill-sft/" in config("seed")["model"] and "/sft/" in config("seed-no-skill-sft")["model"]
+    skill_sft = json.loads((out / "skill-sft" / "toy-pick" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert skill_sft["replay_examples"] == 2  # the SFT stage's demonstrations, replayed
     assert config("seed-frozen-analyzer")["analyzer"] == "frozen"
     assert config("seed-static-skills")["skill_bank"].endswith("offline-skills/toy-pick/bank")
     assert (out / "offline-skills" / "toy-pick" / "bank" / "general.md").read_text().startswith("- Take the")
