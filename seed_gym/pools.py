@@ -49,6 +49,7 @@ from typing import Any, NamedTuple
 
 from seed_gym.core import SeedGymError, TextEnv
 from seed_gym.registry import EnvSpec, spec as env_spec_of
+from seed_gym.spawning import main_free_spawn_context
 
 
 #: Seconds one reset or step may take in a worker before the worker is killed and replaced.
@@ -453,12 +454,22 @@ class ProcessPool(WorkerPool):
         self._spec = (env_spec_of(env_id), dict(env_kwargs), envs_per_worker)
         self._start_timeout = start_timeout
         # spawn, not fork: the parent may run threads (progress bars, HTTP clients).
-        self._ctx = mp.get_context("spawn")
+        self._ctx = spawn_context_for(self._spec[0])
         self._start_all()
 
     def _start(self, index: int) -> ProcessWorker:
         env_spec, env_kwargs, count = self._spec
         return ProcessWorker(self._ctx, env_spec, env_kwargs, count, self._start_timeout)
+
+
+def spawn_context_for(env_spec: EnvSpec) -> Any:
+    """Workers re-import the user's script (standard spawn) only when the env is defined in it; any
+    other env's workers start without it, so an unguarded script that evaluates or trains does not
+    re-run itself in every worker (seed_gym.spawning)."""
+    entry = env_spec.entry_point
+    from_main = (getattr(entry, "__module__", None) == "__main__" if callable(entry)
+                 else str(entry).startswith("__main__:"))
+    return mp.get_context("spawn") if from_main else main_free_spawn_context()
 
 
 def rss_bytes(pid: int | None) -> int | None:

@@ -10,7 +10,8 @@ hides its main module while a child's start-up data is written, which is all ``m
 reads it for. Scripts, notebooks and the REPL then behave the same.
 
 Not for workers that may need objects defined in the user's script (an env class registered
-from ``__main__``): those keep the standard spawn context.
+from ``__main__``): those keep the standard spawn context (``seed_gym.pools.spawn_context_for``
+chooses per env for the process pool's env workers).
 """
 
 from __future__ import annotations

@@ -43,3 +43,41 @@ def test_an_unguarded_script_generates_and_plays(tmp_path: Path, how: str) -> No
     assert result.returncode == 0, result.stderr[-2000:]
     # resetting a task checks its id against its own split only: no other split was generated
     assert result.stdout.strip() == "played 2 valid_unseen"
+
+
+EVAL_SCRIPT = textwrap.dedent("""
+    from seed_gym.evaluate import EvalConfig, evaluate
+
+    summary = evaluate(EvalConfig(env="webshop", split="test", agent="random", out="run", n=2, max_steps=2,
+                                  backend="process", workers=2))
+    print("episodes", summary["episodes"])
+""")
+
+
+def test_an_unguarded_script_evaluates_on_worker_processes(tmp_path: Path) -> None:
+    """Env workers start without the user's script (it would otherwise run again in each of them and
+    the worker die bootstrapping: 'env worker exited during start-up'), unless the env is defined there."""
+    (tmp_path / "eval_api.py").write_text(EVAL_SCRIPT)
+    env = {**os.environ, "SEED_GYM_HOME": str(tmp_path / "home")}
+    try:
+        result = subprocess.run([sys.executable, str(tmp_path / "eval_api.py")], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the unguarded script hung (its worker processes re-ran it)")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "episodes 2"
+
+
+def test_an_env_defined_in_the_users_script_still_reaches_its_workers() -> None:
+    from seed_gym.pools import spawn_context_for
+    from seed_gym.registry import EnvSpec
+    from seed_gym.spawning import main_free_spawn_context
+
+    class ScriptEnv:  # stands for a class defined in a user's __main__
+        pass
+
+    ScriptEnv.__module__ = "__main__"
+    assert type(spawn_context_for(EnvSpec("mine", ScriptEnv))) is not type(main_free_spawn_context())
+    assert type(spawn_context_for(EnvSpec("mine", "__main__:ScriptEnv"))) is not type(main_free_spawn_context())
+    assert type(spawn_context_for(EnvSpec("webshop", "seed_gym.envs.webshop:WebShopEnv"))) \
+        is type(main_free_spawn_context())
