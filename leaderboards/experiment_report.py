@@ -161,6 +161,9 @@ def _intro(payload: dict[str, Any]) -> tuple[str, str]:
     title = f"seed-gym reproduce: preset {preset.get('name', '?')}"
     text = (f"{str(preset.get('description', '')).strip()} Seeds: {', '.join(map(str, preset.get('seeds', [])))}. "
             "Success in %; intervals are 95%; curves show the mean over seeds with the min/max band.")
+    if payload.get("missing"):
+        text += (f" Partial: {len(payload['missing'])} planned RL stages had not finished and are left out: "
+                 + ", ".join(payload["missing"]) + ".")
     return title, text
 
 

@@ -299,7 +299,7 @@ def rebuild_report(stages: list[Stage], preset: dict[str, Any], echo: Callable[[
     report = next(s for s in stages if s.kind == "report")
     report.out.mkdir(parents=True, exist_ok=True)
     (report.out / MARKER).unlink(missing_ok=True)
-    path = write_report(finished, preset, report.out)
+    path = write_report(finished, preset, report.out, missing=[s.name for s in rl if not s.done()])
     if len(finished) < len(rl):
         echo(f"[partial] the report leaves out {len(rl) - len(finished)} unfinished RL stages: "
              + ", ".join(s.name for s in rl if not s.done()))

@@ -263,14 +263,14 @@ def compare(arms: dict[str, Any], runs: dict[str, list[tuple[int, dict[str, Any]
     return rows
 
 
-def write_report(stages: Sequence[Any], preset: dict[str, Any], out: Path) -> Path:
+def write_report(stages: Sequence[Any], preset: dict[str, Any], out: Path, missing: Sequence[str] = ()) -> Path:
     """``report.json``, ``report.md`` and ``report.html`` of the finished RL stages (objects with env, arm,
-    seed, out); returns the Markdown's path."""
+    seed, out), naming the planned RL stages left out (``missing``); returns the Markdown's path."""
     from seed_gym.leaderboards.experiment_report import render_html, render_markdown
 
     data = summarise([(s.env, s.arm, s.seed, Path(s.out)) for s in stages])
     out.mkdir(parents=True, exist_ok=True)
-    payload = {"preset": preset, "envs": data,
+    payload = {"preset": preset, "envs": data, "missing": list(missing),
                "reference": [{"arm": arm, "paper_arm": name, "alfworld": alf, "webshop_success": web,
                               "source": "arXiv 2607.14777 [P]"} for arm, name, alf, web in PAPER_ROWS]}
     (out / "report.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")

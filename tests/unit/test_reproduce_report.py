@@ -209,9 +209,14 @@ def test_report_only_rebuilds_from_the_finished_rl_stages(tmp_path: Path) -> Non
     assert set(data(report)["envs"]["toy-pick"]["arms"]) == {s.arm for s in rl[:2]}
     assert said[0].startswith(f"[partial] the report leaves out {len(rl) - 2} unfinished RL stages")
     assert not (report / MARKER).exists() and (report / "report.html").exists()
+    # the report itself says so (it outlives the console), naming what is missing
+    assert data(report)["missing"] == [s.name for s in rl[2:]]
+    for page in ("report.md", "report.html"):
+        assert f"{len(rl) - 2} planned RL stages had not finished" in (report / page).read_text() and rl[-1].name in (report / page).read_text()
     for stage in rl[2:]:
         write_rl_run(stage.out, stage.env, "grpo", 0)
         (stage.out / MARKER).write_text("{}")
     reproduce(preset, tmp_path, report_only=True, echo=said.append)
     assert set(data(report)["envs"]["toy-pick"]["arms"]) == {s.arm for s in rl} and (report / MARKER).exists()
+    assert data(report)["missing"] == [] and "Partial" not in (report / "report.md").read_text()
     assert not (tmp_path / "model").exists()  # no other stage ran
