@@ -474,11 +474,10 @@ def base_policy_agent(config: TrainConfig) -> str:
 
 def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecord]) -> tuple[list[Any], int]:
     """The SFT examples, and how many skill labels were dropped for running past the analyzer's limit."""
-    from seed_gym.agents.prompts import PromptBuilder, template_for_env
-    from seed_gym.training.sft import expert_examples, skill_examples, within_limit
+    from seed_gym.training.sft import skill_examples, within_limit
 
     if config.sft_data == "expert":
-        return expert_examples(records, policy, PromptBuilder(template_for_env(config.env), config.history)), 0
+        return cloning_examples(config, policy, records), 0
     from seed_gym.training.analyzer import analyzer_prompt, ground_truth_from_env, make_analyzer
 
     # a live env only to look up the answer key, when the labels may read it
@@ -501,15 +500,20 @@ def sft_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecor
     return kept, over
 
 
-def replay_examples(config: TrainConfig, policy: Policy) -> list[Any]:
-    """Cloning examples from ``sft_replay_runs`` mixed into skill SFT: ``sft_replay_examples`` of them,
-    drawn with the run's seed, or all."""
+def cloning_examples(config: TrainConfig, policy: Policy, records: list[EpisodeRecord]) -> list[Any]:
+    """(step prompt, expert response) pairs of the won episodes, in the prompts the agent sees."""
     from seed_gym.agents.prompts import PromptBuilder, template_for_env
     from seed_gym.training.sft import expert_examples
 
+    return expert_examples(records, policy, PromptBuilder(template_for_env(config.env), config.history))
+
+
+def replay_examples(config: TrainConfig, policy: Policy) -> list[Any]:
+    """Cloning examples from ``sft_replay_runs`` mixed into skill SFT: ``sft_replay_examples`` of them,
+    drawn with the run's seed, or all."""
     records = [record for path in config.sft_replay_runs
                for record in recorded_episodes(path, config.env, "sft_replay_runs")]
-    examples = expert_examples(records, policy, PromptBuilder(template_for_env(config.env), config.history))
+    examples = cloning_examples(config, policy, records)
     if config.sft_replay_runs and not examples:
         raise ConfigError(f"sft_replay_runs: no won episodes to clone in {', '.join(config.sft_replay_runs)}")
     if config.sft_replay_examples is not None and config.sft_replay_examples < len(examples):
