@@ -135,6 +135,15 @@ def cost_table(env: str, content: dict[str, Any]) -> Table | None:
                  caption=f"{env}: per-phase seconds per update (share of the update), mean over seeds and updates")
 
 
+def provenance_table(env: str, content: dict[str, Any]) -> Table | None:
+    rows = [[Cell(arm), Cell(seed), Cell(made.get("start") or fmt.DASH), Cell((made.get("commit") or fmt.DASH)[:12]),
+             Cell(made.get("evaluated") or fmt.DASH),
+             Cell(fmt.DASH if made.get("seconds") is None else f"{made['seconds']:.0f}", numeric=True)]
+            for arm, summary in content["arms"].items() for seed, made in summary.get("provenance", {}).items()]
+    return Table(["arm", "seed", "start fingerprint", "code (git commit)", "last evaluated", "stage wall s"], rows,
+                 caption=f"{env}: provenance of every run: arms from one start share its fingerprint") if rows else None
+
+
 def reference_table(reference: list[dict[str, Any]]) -> Table:
     rows = [[Cell("reported"), Cell(row["arm"]), Cell(row["paper_arm"]), Cell(fmt.reported(row["alfworld"]), numeric=True),
              Cell(fmt.reported(row["webshop_success"]), numeric=True), Cell(row["source"])] for row in reference]
@@ -153,6 +162,7 @@ SECTIONS: tuple[tuple[str, Callable[[str, dict[str, Any]], Table | None]], ...] 
     ("Ablations", ablation_table),
     (STATISTICS, training_table),
     ("Per-phase cost", cost_table),
+    ("Provenance", provenance_table),
 )
 
 

@@ -89,15 +89,24 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
                                          help="Only rebuild the report from the RL stages finished so far."),
         jobs: int = typer.Option(1, min=1, help="Stages run at once, each in its own process with cores/jobs "
                                  "torch threads (logs in OUT/logs/)."),
+        import_from: Optional[Path] = typer.Option(
+            None, "--import", help="First copy in the finished RL stages another run exported (--export): "
+            "they count as done, and only the rest of the plan runs."),
+        export_to: Optional[Path] = typer.Option(
+            None, "--export", help="Finally copy every finished RL stage's results and the report to this "
+            "folder (no checkpoints, no rollouts: small enough to commit)."),
     ) -> None:
         """The SEED experiment in miniature: tiny model -> SFT -> hindsight-skill SFT -> every RL arm x seed
         -> report (OUT/report/report.html, .md, .json). Every stage resumes; finished stages are skipped."""
         from seed_gym.training.reproduce import PresetError, reproduce
+        from seed_gym.training.reproduce_archive import ArchiveError
 
         try:
-            reproduce(preset, out, stage=stage, dry_run=dry_run, report_only=report_only, jobs=jobs, echo=lambda line: console.print(line, markup=False, soft_wrap=True),
+            reproduce(preset, out, stage=stage, dry_run=dry_run, report_only=report_only, jobs=jobs,
+                      import_from=import_from, export_to=export_to,
+                      echo=lambda line: console.print(line, markup=False, soft_wrap=True),
                       on_row=lambda row: console.print(f"[dim]update {row['update']}[/] {_describe(row).splitlines()[0]}"))
-        except PresetError as error:
+        except (PresetError, ArchiveError) as error:
             console.print(f"[red]{error}[/]")
             raise typer.Exit(2) from None
         if not dry_run and not report_only and stage in (None, "report"):

@@ -30,7 +30,11 @@ Rules:
   :data:`ARM_ONLY`) has finished that evaluation, its folders are copied in before the run starts
   and the trainer's resume reads them back (its identity check refuses a copy that is a different
   evaluation), so 8 arms evaluate each start once per seed, and their paired comparisons against the
-  start share one baseline.
+  start share one baseline. An arm imported from another run folder (``--import``) is not copied
+  from: its evaluation names the agent by that folder's paths.
+* ``--export DIR`` / ``--import DIR`` carry the finished RL stages' results, without weights, from one
+  run folder to another, where only the rest of the plan runs (:mod:`.reproduce_archive`). A plan runs
+  only the unfinished stages that an unfinished RL stage reads (``[skip]`` names the others).
 * ``--jobs N`` runs up to N stages at once, each in its own process with ``cores // N`` torch
   threads and its output in ``OUT/logs/<stage>.log``. A stage starts when the stages it reads have
   finished and no running stage shares its start evaluation (so each start is still evaluated once);
@@ -56,6 +60,8 @@ from pathlib import Path
 from typing import Any
 
 from seed_gym.core import SeedGymError
+from seed_gym.training.reproduce_archive import (START_FIELD, check_start, export_results, import_results,
+                                                 made_elsewhere)
 
 STARTS = ("sft", "skill-sft")
 MARKER = "stage.json"
@@ -217,6 +223,8 @@ def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
         raise PresetError(f"stage {stage.name} needs {', '.join(missing)} to finish first")
     stage.out.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    root = plan_root(stages)
+    recorded: dict[str, Any] = {"out_root": str(root)}
     if stage.kind == "model":
         from seed_gym.agents.tiny import build_tiny_model
 
@@ -226,6 +234,7 @@ def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
         from seed_gym.training.trainer import train
 
         if stage.kind == "rl":
+            recorded[START_FIELD] = check_start(stage, stages, root)
             share_start_evaluation(stage, stages)
         train(build_config(stage.config), on_row=on_row)
     elif stage.kind == "offline-skills":
@@ -236,7 +245,27 @@ def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
         write_report([s for s in stages if s.kind == "rl"], preset, stage.out)
     # seconds of this invocation (a resumed stage's earlier invocations are not counted)
     (stage.out / MARKER).write_text(json.dumps({"stage": stage.name, "finished": True, "seconds": round(time.time() - started, 1),
-                                                "config": stage.config}, indent=1, default=str) + "\n")
+                                                "config": stage.config, **recorded}, indent=1, default=str) + "\n")
+
+
+def plan_root(stages: list[Stage]) -> Path:
+    """The run folder (``--out``) of a plan: where its report goes."""
+    return next(s for s in stages if s.kind == "report").out.parent
+
+
+def needed_stages(stages: list[Stage]) -> list[Stage]:
+    """The unfinished stages a full run still has to run, in plan order: every unfinished RL stage and
+    the report, and the unfinished stages they read (an RL stage imported from another run folder needs
+    no start; the seeds still to run do)."""
+    by_name = {s.name: s for s in stages}
+    needed: set[str] = set()
+    todo = [s for s in stages if s.kind in ("rl", "report") and not s.done()]
+    while todo:
+        stage = todo.pop()
+        if stage.name not in needed:
+            needed.add(stage.name)
+            todo.extend(by_name[n] for n in stage.needs if not by_name[n].done())
+    return [s for s in stages if s.name in needed]
 
 
 def start_evaluation(out: Path) -> Path:
@@ -259,9 +288,10 @@ def share_start_evaluation(stage: Stage, stages: list[Stage]) -> Path | None:
     key = evaluation_key(stage)
     if mine.exists() or key is None:
         return None
+    root = plan_root(stages)
     for other in stages:
         theirs = start_evaluation(other.out)
-        if other is stage or not theirs.is_dir() or evaluation_key(other) != key:
+        if other is stage or not theirs.is_dir() or evaluation_key(other) != key or made_elsewhere(other, root):
             continue
         summaries = [folder / "summary.json" for folder in theirs.iterdir() if folder.is_dir()]
         if summaries and all(s.is_file() and json.loads(s.read_text()).get("complete") for s in summaries):
@@ -312,9 +342,12 @@ def rebuild_report(stages: list[Stage], preset: dict[str, Any], echo: Callable[[
 
 def reproduce(preset_name: str | Path, out: str | Path, *, stage: str | None = None, dry_run: bool = False,
               report_only: bool = False, jobs: int = 1, echo: Callable[[str], None] = print,
-              on_row: Callable[[dict[str, Any]], None] | None = None) -> list[Stage]:
+              on_row: Callable[[dict[str, Any]], None] | None = None, import_from: str | Path | None = None,
+              export_to: str | Path | None = None) -> list[Stage]:
     """Run the preset's plan (or one ``stage`` of it, or with ``report_only`` only rebuild the report);
-    finished stages are skipped; ``jobs`` > 1 runs independent stages at once (module rules).
+    finished stages are skipped, and so are unfinished ones that no unfinished RL stage reads; ``jobs``
+    > 1 runs independent stages at once (module rules). ``import_from`` first copies in the RL stages
+    another run exported, ``export_to`` finally exports this run's results (:mod:`.reproduce_archive`).
     Returns the plan."""
     if jobs < 1:
         raise PresetError(f"jobs must be >= 1, got {jobs}")
@@ -324,25 +357,38 @@ def reproduce(preset_name: str | Path, out: str | Path, *, stage: str | None = N
         raise PresetError(f"no stage {stage!r}; stages: {', '.join(s.name for s in stages)}")
     if report_only and (stage is not None or dry_run):
         raise PresetError("--report-only runs no stage: it goes without --stage and --dry-run")
+    if import_from is not None:
+        imported = import_results(stages, Path(out), Path(import_from))
+        echo(f"[import] {len(imported)} finished RL stage(s) from {import_from}" + "".join(f"\n  {n}" for n in imported))
     if report_only:
         rebuild_report(stages, preset, echo)
-        return stages
-    if dry_run:
+    elif dry_run:
         for line in describe(stages):
             echo(line)
-        return stages
+    else:
+        run_plan(preset_name, out, stages, preset, stage=stage, jobs=jobs, echo=echo, on_row=on_row)
+    if export_to is not None:
+        exported = export_results(stages, Path(out), Path(export_to))
+        echo(f"[export] {len(exported)} finished stage(s) to {export_to} (results only: no checkpoints, no rollouts)")
+    return stages
+
+
+def run_plan(preset_name: str | Path, out: str | Path, stages: list[Stage], preset: dict[str, Any], *,
+             stage: str | None, jobs: int, echo: Callable[[str], None],
+             on_row: Callable[[dict[str, Any]], None] | None) -> None:
+    """Run ``stage`` alone, or every stage still needed (:func:`needed_stages`), with ``jobs`` at once."""
     parallel = jobs > 1 and stage is None
     if parallel:
         run_parallel(preset_name, out, stages, jobs, echo)
+    needed = {s.name for s in needed_stages(stages)}
     for item in stages:
         if (stage is not None and item.name != stage) or (parallel and item.kind != "report"):
             continue  # (with jobs, the rest ran in their own processes)
-        if item.done():
-            echo(f"[done] {item.name}")
+        if item.done() or (stage is None and item.name not in needed):
+            echo(f"[done] {item.name}" if item.done() else f"[skip] {item.name}: no unfinished stage reads it")
             continue
         echo(f"[run] {item.name}")
         run_stage(item, stages, preset, on_row)
-    return stages
 
 
 # -- several stages at once (--jobs) --------------------------------------------------------------
@@ -378,10 +424,12 @@ def run_parallel(preset_name: str | Path, out: str | Path, stages: list[Stage], 
     context = main_free_spawn_context()
     cores = len(os.sched_getaffinity(0))
     preset_ref = str(Path(preset_name).resolve()) if Path(preset_name).exists() else str(preset_name)
-    pending = [s for s in stages if s.kind != "report" and not s.done()]
+    pending = [s for s in needed_stages(stages) if s.kind != "report"]
     for s in stages:
         if s.kind != "report" and s.done():
             echo(f"[done] {s.name}")
+        elif s.kind != "report" and s not in pending:
+            echo(f"[skip] {s.name}: no unfinished stage reads it")
     running: dict[Any, tuple[Stage, Any, float]] = {}  # sentinel -> (stage, process, start time)
     failed: list[str] = []
     try:

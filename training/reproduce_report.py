@@ -61,14 +61,40 @@ BASELINE, COMPARED_SPLIT = "grpo", "unseen"
 RATE_STATS = ("success_rate", "invalid_action_rate", "gate_mean", "gate_active_ratio", "skill_parse_rate",
               "skill_cut_rate")
 def read_run(folder: Path) -> dict[str, Any]:
-    """A run's update rows and evaluation rows (the last row of each update/split wins)."""
+    """A run's update rows and evaluation rows (the last row of each update/split wins). An evaluation's
+    ``run_dir`` is its folder inside ``folder`` when it is there: a run folder read after it was moved,
+    or imported from an export (:mod:`.reproduce_archive`), reads its own evaluations."""
+    from seed_gym.training.runs import TrainRun
+
     rows = metrics_rows(folder)  # a line torn by a kill is skipped
     updates = {row["update"]: row for row in rows if "split" not in row}
     evals: dict[str, dict[int, dict[str, Any]]] = {}
+    layout = TrainRun(folder)
     for row in rows:
         if "split" in row:
+            local = layout.eval_dir(row["update"], row["split"])
+            if local.is_dir():
+                row = {**row, "run_dir": str(local)}
             evals.setdefault(row["split"], {})[row["update"]] = row
-    return {"updates": [updates[k] for k in sorted(updates)], "evals": evals}
+    return {"updates": [updates[k] for k in sorted(updates)], "evals": evals, "provenance": provenance(folder, evals)}
+
+
+def provenance(folder: Path, evals: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
+    """Where a stage's numbers come from: its start's fingerprint and wall seconds (``stage.json``), and the
+    code (git commit) and time of its last evaluation (that run folder's manifest). A report that pools
+    stages run on several machines (``--import``) shows that they share one start."""
+    def read(path: Path) -> dict[str, Any]:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    marker = read(folder / "stage.json")
+    last = max(((u, row) for rows in evals.values() for u, row in rows.items()), default=(None, None),
+               key=lambda item: item[0])[1]
+    made = read(Path(last["run_dir"]) / "manifest.json").get("provenance", {}) if last else {}
+    return {"start": (marker.get("start") or {}).get("fingerprint"), "seconds": marker.get("seconds"),
+            "commit": made.get("git_commit"), "evaluated": made.get("created")}
 
 
 def outcomes(run_dir: str) -> dict[str, float]:
@@ -133,7 +159,8 @@ def summarise_arm(seeds: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
     per_update = [{"phase": phase, "seconds": seconds, "share": share, "count": count}
                   for phase, seconds, share, count in phase_table(updates)]
     wall = [sum(row.get("seconds", 0.0) + row.get("time/eval_s", 0.0) for row in run["updates"]) for _, run in seeds]
-    return {"seeds": [seed for seed, _ in seeds], "curves": curves, "final": final, "training": training,
+    return {"seeds": [seed for seed, _ in seeds], "provenance": {str(seed): run["provenance"] for seed, run in seeds},
+            "curves": curves, "final": final, "training": training,
             "training_curves": training_curves(seeds), "cost_per_seed": cost, "phases_per_update": per_update,
             "wall_seconds_per_seed": sum(wall) / len(wall)}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,24 @@ def test_the_micro_preset_runs_every_stage_resumes_and_reports(tmp_path):
     reproduce(MICRO, out, echo=said.append)
     assert said.count("[run] rl/toy-pick/grpo/seed-0") == 1 and sum(line.startswith("[run]") for line in said) == 1
     assert (grpo / "metrics.jsonl").read_text() == rows and (grpo / MARKER).exists()
+
+    # the results travel without the weights: another run folder imports them and runs only what is missing
+    results = tmp_path / "results"
+    reproduce(MICRO, out, report_only=True, export_to=results, echo=said.append)
+    assert (results / "report" / "report.json").is_file()
+    assert not list(results.rglob("checkpoints")) and not list(results.rglob("rollouts"))
+    shutil.rmtree(results / "rl" / "toy-pick" / "grpo" / "seed-0")
+    again, said = tmp_path / "again", []
+    reproduce(MICRO, again, import_from=results, echo=said.append)
+    assert said[0].startswith("[import] 7 finished RL stage(s)")
+    assert [line for line in said if line.startswith("[run]")] == [
+        "[run] model", "[run] sft/toy-pick", "[run] rl/toy-pick/grpo/seed-0", "[run] report"]
+    # the start retrained here is the one the imported arms trained from (else the stage would refuse to run)
+    retrained = json.loads((again / "rl" / "toy-pick" / "grpo" / "seed-0" / MARKER).read_text())["start"]
+    assert retrained["fingerprint"] == json.loads((grpo / MARKER).read_text())["start"]["fingerprint"]
+    moved = json.loads((again / "report" / "report.json").read_text())["envs"]["toy-pick"]
+    assert moved["arms"]["seed"]["final"] == arms["seed"]["final"]  # imported evaluations read in their new folder
+    assert "error" not in moved["seed_vs_grpo"] and moved["seed_vs_grpo"]["columns"]["seed 0"]["pairs"] == 4
 
 
 def test_the_micro_preset_with_two_jobs_runs_stages_in_their_own_processes_and_shares_each_start(tmp_path):

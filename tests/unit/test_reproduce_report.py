@@ -220,3 +220,23 @@ def test_report_only_rebuilds_from_the_finished_rl_stages(tmp_path: Path) -> Non
     assert set(data(report)["envs"]["toy-pick"]["arms"]) == {s.arm for s in rl} and (report / MARKER).exists()
     assert data(report)["missing"] == [] and "Partial" not in (report / "report.md").read_text()
     assert not (tmp_path / "model").exists()  # no other stage ran
+
+
+def test_a_moved_run_folder_reads_its_own_evaluations_and_names_its_start_and_code(tmp_path: Path) -> None:
+    import shutil
+
+    stages = rl_stages(tmp_path / "made")
+    for stage in stages:
+        (stage.out / MARKER).write_text(json.dumps({"seconds": 12.0, "start": {"model": "m", "fingerprint": f"sha256:{stage.arm}"}}))
+    shutil.move(tmp_path / "made", tmp_path / "moved")  # as --export / --import move them
+    moved = [Stage(s.name, s.kind, tmp_path / "moved" / s.out.relative_to(tmp_path / "made"), s.env, arm=s.arm, seed=s.seed)
+             for s in stages]
+    write_report(moved, {"name": "synthetic", "seeds": [0, 1]}, tmp_path / "report")
+    content = data(tmp_path / "report")["envs"]["webshop"]
+    assert content["seed_vs_grpo"]["columns"]["seed 0"]["pairs"] == 4  # the evaluations were found where they are now
+    assert any(row["comparison"] == "seed - grpo (end)" for row in content["comparisons"])
+    made = content["arms"]["seed"]["provenance"]["1"]
+    manifest = json.loads((moved[0].out / "evals" / "update-000004" / "unseen" / "manifest.json").read_text())
+    assert made["start"] == "sha256:seed" and made["seconds"] == 12.0
+    assert made["commit"] == manifest["provenance"]["git_commit"] and made["evaluated"] == manifest["provenance"]["created"]
+    assert "### Provenance" in (tmp_path / "report" / "report.md").read_text()

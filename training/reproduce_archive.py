@@ -1,0 +1,149 @@
+"""A ``seed-gym reproduce`` run's results apart from its weights: export them to keep, import them to go on.
+
+A cpu-mini run is longer than the life of the machine that starts it, and its checkpoints are too big to
+keep. What the report reads is small: each finished RL stage's ``stage.json``, ``config.json``,
+``metrics.jsonl`` and evaluation folders. ``--export DIR`` copies those; ``--import DIR`` puts them back
+into a new ``--out``, where the plan counts the stages as finished and runs only the others (the start
+stages again, for the seeds still to run).
+
+Rules:
+
+* **Export** copies, per finished RL stage, :data:`RESULT_FILES` into ``DIR/rl/<env>/<arm>/seed-<n>/``,
+  and the report folder when it was built. Checkpoints and training rollouts stay behind.
+* **Import** copies a stage of ``DIR`` into ``OUT`` when the plan has it and it has not finished in
+  ``OUT``. Its recorded settings must equal the plan's, with every path under the run folder read
+  relative to it (:func:`portable`): a stage of another preset, or of changed settings, is refused by name
+  and nothing is copied.
+* **One start per stage name.** Every RL stage records the fingerprint of the start it trained from
+  (:func:`seed_gym.agents.checkpoints.model_fingerprint` of the start checkpoint). Before an RL stage
+  trains, its start must have the fingerprint that the finished RL stages from the same start recorded:
+  a start retrained after an import must be the same weights (training is deterministic for the same
+  settings, thread count and machine kind), or the run stops and says so rather than pool seeds of two
+  different starts in one report.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from seed_gym.core import SeedGymError
+
+#: What an RL stage's results are: everything the report reads, nothing that holds weights or rollouts.
+RESULT_FILES = ("stage.json", "config.json", "metrics.jsonl", "evals")
+#: The fields of ``stage.json`` that name an RL stage's start.
+START_FIELD = "start"
+
+
+class ArchiveError(SeedGymError, ValueError):
+    pass
+
+
+def portable(value: Any, out: Path) -> Any:
+    """``value`` (a stage's settings) with every path under ``out`` written as ``OUT/...``: the settings
+    of the same stage planned in another run folder compare equal."""
+    if isinstance(value, dict):
+        return {key: portable(item, out) for key, item in value.items()}
+    if isinstance(value, list):
+        return [portable(item, out) for item in value]
+    if isinstance(value, str):
+        root = str(out).rstrip("/")
+        if value == root or value.startswith(root + "/"):
+            return "OUT" + value[len(root):]
+    return value
+
+
+def _marker(folder: Path) -> dict[str, Any]:
+    try:
+        return json.loads((folder / "stage.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ArchiveError(f"{folder / 'stage.json'}: unreadable ({error})") from None
+
+
+def export_results(stages: Sequence[Any], out: Path, dest: Path) -> list[str]:
+    """Copy the results of every finished RL stage (and the report, when built) from ``out`` to
+    ``dest``; returns the stage names copied. An earlier export in ``dest`` is replaced stage by stage."""
+    exported = []
+    for stage in stages:
+        if stage.kind not in ("rl", "report") or not stage.done():
+            continue
+        target = dest / stage.out.relative_to(out)
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        names = RESULT_FILES if stage.kind == "rl" else [p.name for p in stage.out.iterdir()]
+        for name in names:
+            source = stage.out / name
+            if source.is_dir():
+                shutil.copytree(source, target / name)
+            elif source.is_file():
+                shutil.copy2(source, target / name)
+        exported.append(stage.name)
+    return exported
+
+
+def import_results(stages: Sequence[Any], out: Path, source: Path) -> list[str]:
+    """Copy every RL stage of ``source`` (an :func:`export_results` folder) that the plan has and ``out``
+    has not finished; returns their names. Raises :class:`ArchiveError`, copying nothing, when a stage's
+    recorded settings differ from the plan's or ``source`` holds no stage of the plan."""
+    if not source.is_dir():
+        raise ArchiveError(f"{source} is not a folder of exported reproduce results")
+    found, problems = [], []
+    for stage in stages:
+        folder = source / stage.out.relative_to(out)
+        if stage.kind != "rl" or not (folder / "stage.json").is_file():
+            continue
+        marker = _marker(folder)
+        recorded = portable(marker.get("config", {}), Path(marker.get("out_root", out)))
+        planned = portable(stage.config, out)
+        if recorded != planned:
+            differing = sorted(k for k in set(recorded) | set(planned) if recorded.get(k) != planned.get(k))
+            problems.append(f"{stage.name}: settings differ from the plan's ({', '.join(differing)})")
+        elif not stage.done():
+            found.append((stage, folder))
+    if problems:
+        raise ArchiveError(f"{source}: not this plan's results: " + "; ".join(problems))
+    if not found and not any((source / s.out.relative_to(out) / "stage.json").is_file() for s in stages if s.kind == "rl"):
+        raise ArchiveError(f"{source} holds no RL stage of this plan")
+    for stage, folder in found:
+        if stage.out.exists():
+            shutil.rmtree(stage.out)  # an unfinished attempt of the same stage: the finished one wins
+        shutil.copytree(folder, stage.out)
+    return [stage.name for stage, _ in found]
+
+
+def made_elsewhere(stage: Any, out: Path) -> bool:
+    """Whether ``stage`` finished in another run folder than ``out`` (it was imported): its evaluations
+    name the agent by that folder's paths, so a stage of ``out`` does not reuse them as its own."""
+    return stage.done() and Path(_marker(stage.out).get("out_root", out)) != out
+
+
+def start_record(stage: Any) -> dict[str, str]:
+    """What ``stage.json`` records of an RL stage's start: its path and fingerprint."""
+    from seed_gym.agents.checkpoints import model_fingerprint
+
+    return {"model": str(stage.config["model"]), "fingerprint": model_fingerprint(stage.config["model"])}
+
+
+def check_start(stage: Any, stages: Sequence[Any], out: Path) -> dict[str, str]:
+    """The start record of RL ``stage``, after checking it against every finished RL stage that trained
+    from the same start (module rules); raises :class:`ArchiveError` on a different fingerprint."""
+    mine = start_record(stage)
+    own_start = portable(mine["model"], out)
+    for other in stages:
+        if other is stage or other.kind != "rl" or not other.done():
+            continue
+        marker = _marker(other.out)
+        theirs = marker.get(START_FIELD)
+        if not theirs or portable(theirs["model"], Path(marker.get("out_root", out))) != own_start:
+            continue
+        if theirs["fingerprint"] != mine["fingerprint"]:
+            raise ArchiveError(
+                f"{stage.name} would train from {own_start} with fingerprint {mine['fingerprint']}, but "
+                f"{other.name} (finished, perhaps imported) trained from a start with fingerprint "
+                f"{theirs['fingerprint']}: the seeds would not share one start. Retrain the start on the kind "
+                "of machine and thread count that made it, or run the plan in a fresh --out")
+    return mine
