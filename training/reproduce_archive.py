@@ -9,7 +9,9 @@ stages again, for the seeds still to run).
 Rules:
 
 * **Export** copies, per finished RL stage, :data:`RESULT_FILES` into ``DIR/rl/<env>/<arm>/seed-<n>/``,
-  and the report folder when it was built. Checkpoints and training rollouts stay behind.
+  and the report folder when it was built. Checkpoints and training rollouts stay behind. A stage that
+  finished before seed-gym recorded its run folder and start gets them in the exported ``stage.json``,
+  read from the run folder it is exported from.
 * **Import** copies a stage of ``DIR`` into ``OUT`` when the plan has it and it has not finished in
   ``OUT``. Its recorded settings must equal the plan's, with every path under the run folder read
   relative to it (:func:`portable`): a stage of another preset, or of changed settings, is refused by name
@@ -81,8 +83,20 @@ def export_results(stages: Sequence[Any], out: Path, dest: Path) -> list[str]:
                 shutil.copytree(source, target / name)
             elif source.is_file():
                 shutil.copy2(source, target / name)
+        if stage.kind == "rl":
+            (target / "stage.json").write_text(json.dumps(_complete_marker(stage, out), indent=1) + "\n")
         exported.append(stage.name)
     return exported
+
+
+def _complete_marker(stage: Any, out: Path) -> dict[str, Any]:
+    """An RL stage's ``stage.json`` with its run folder and start record, filled in from ``out`` for a
+    stage that finished before its version of seed-gym recorded them (its start checkpoint is still there)."""
+    marker = _marker(stage.out)
+    marker.setdefault("out_root", str(out))
+    if START_FIELD not in marker and Path(stage.config["model"]).is_dir():
+        marker[START_FIELD] = start_record(stage)
+    return marker
 
 
 def import_results(stages: Sequence[Any], out: Path, source: Path) -> list[str]:

@@ -121,3 +121,18 @@ def test_a_stage_trains_only_from_the_start_its_finished_siblings_recorded(tmp_p
     # a stage from another start is not held to it
     model_folder(Path(stages["rl/webshop/seed/seed-1"].config["model"]), b"skill weights")
     check_start(stages["rl/webshop/seed/seed-1"], list(stages.values()), out)
+
+
+def test_export_fills_in_the_start_of_a_stage_that_finished_before_starts_were_recorded(tmp_path):
+    from seed_gym.agents.checkpoints import model_fingerprint
+
+    out = tmp_path / "run"
+    stages = by_name(out)
+    grpo = stages["rl/webshop/grpo/seed-0"]
+    start = model_folder(Path(grpo.config["model"]), b"the weights")
+    finish(grpo, out)
+    (grpo.out / MARKER).write_text(json.dumps({"stage": grpo.name, "finished": True, "config": grpo.config}))
+    export_results(list(stages.values()), out, tmp_path / "export")
+    marker = json.loads((tmp_path / "export" / "rl" / "webshop" / "grpo" / "seed-0" / MARKER).read_text())
+    assert marker["out_root"] == str(out)
+    assert marker["start"] == {"model": str(start), "fingerprint": model_fingerprint(start)}
