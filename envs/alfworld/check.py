@@ -159,10 +159,11 @@ def check_engine(root: str | Path, *, splits: list[str] | None = None, workers: 
     files = game_files(root, splits)
     files = files[:limit] if limit else files
     settings = {"random_steps": random_steps, "reset_only": reset_only}
+    keys = {g: game_key(g, alf_data.tree_root(root)) for g in files} if log else {}
     logged = _read_log(Path(log), settings) if log else {}
-    results = [logged[g] for g in files if g in logged]
+    results = [logged[keys[g]] for g in files if keys.get(g) in logged]
     reused = len(results)
-    todo = [g for g in files if g not in logged]
+    todo = [g for g in files if keys.get(g) not in logged]
     sink = Path(log).open("a", encoding="utf-8") if log else None
     if sink and sink.tell() and not Path(log).read_bytes().endswith(b"\n"):  # type: ignore[arg-type]
         sink.write("\n")  # a torn last line stays alone, and is ignored
@@ -175,7 +176,7 @@ def check_engine(root: str | Path, *, splits: list[str] | None = None, workers: 
         for result in iterator:
             results.append(result)
             if sink:
-                sink.write(json.dumps({**result, **settings}) + "\n")
+                sink.write(json.dumps({**result, **settings, "key": keys[result["game"]]}) + "\n")
                 sink.flush()
             if on_game:
                 on_game(result)
@@ -191,8 +192,16 @@ def check_engine(root: str | Path, *, splits: list[str] | None = None, workers: 
             "reset_only_phase": reset_only, "from_log": reused}
 
 
+def game_key(game: str, tree: Path) -> str:
+    """What a check log knows a game by: its path under the json_2.1.1 tree and the sha256 of its file,
+    so a log resumes on another machine or copy of the tree, and never vouches for a changed game."""
+    digest = hashlib.sha256(Path(game).read_bytes()).hexdigest()[:16]
+    return f"{Path(game).relative_to(tree).as_posix()}#{digest}"
+
+
 def _read_log(path: Path, settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The games a previous check logged with these settings (a torn last line is ignored)."""
+    """The games a previous check logged with these settings, by :func:`game_key` (a torn last line is
+    ignored)."""
     if not path.exists():
         return {}
     logged = {}
@@ -201,8 +210,8 @@ def _read_log(path: Path, settings: dict[str, Any]) -> dict[str, dict[str, Any]]
             row = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(row, dict) and all(row.get(k) == v for k, v in settings.items()) and "game" in row:
-            logged[row["game"]] = {k: row[k] for k in ("game", "compared", "differences")}
+        if isinstance(row, dict) and all(row.get(k) == v for k, v in settings.items()) and "key" in row:
+            logged[row["key"]] = {k: row[k] for k in ("game", "compared", "differences")}
     return logged
 
 

@@ -125,6 +125,19 @@ def test_check_engine_command(games, tmp_path):
     empty = CliRunner().invoke(app, ["data", "alfworld", "--check-engine", str(tmp_path), "--split", "unseen"])
     assert empty.exit_code == 1  # nothing checked is not a pass
 
+    # the log knows games by their path in the tree and their content: it resumes on a copy elsewhere...
+    import shutil
+
+    copy = tmp_path / "elsewhere"
+    shutil.copytree(tree, copy / "json_2.1.1")
+    moved = CliRunner().invoke(app, [*command[:3], str(copy), *command[4:]])
+    assert moved.exit_code == 0 and "1 games from" in moved.output, moved.output
+    # ...and never vouches for a game whose file changed
+    game_file = next((copy / "json_2.1.1").rglob("game.tw-pddl"))
+    game_file.write_bytes(game_file.read_bytes() + b"\n")
+    changed = CliRunner().invoke(app, [*command[:3], str(copy), *command[4:]])
+    assert changed.exit_code == 0 and "0 games from" in changed.output, changed.output
+
 
 def test_memory_benchmark_reports_rss_with_and_without_recycling(official_alfworld):
     from seed_gym.envs.alfworld.memory import run_memory_benchmark
