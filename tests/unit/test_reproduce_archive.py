@@ -5,6 +5,7 @@ finished stages of that start recorded."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -56,7 +57,10 @@ def test_export_keeps_the_results_and_leaves_weights_and_rollouts_behind(tmp_pat
     assert exported == ["rl/webshop/grpo/seed-0"]  # unfinished stages and the start stages are not exported
     kept = tmp_path / "export" / "rl" / "webshop" / "grpo" / "seed-0"
     assert sorted(p.name for p in kept.iterdir()) == ["config.json", "evals", "metrics.jsonl", "stage.json"]
-    assert (kept / "evals" / "update-000002" / "unseen" / "episodes.jsonl").is_file()
+    packed = kept / "evals" / "update-000002" / "unseen" / "episodes.jsonl.gz"
+    assert gzip.decompress(packed.read_bytes()) == b'{"won": true}\n' and not packed.with_suffix("").exists()
+    export_results(list(stages.values()), out, tmp_path / "again")  # the same stage exports to the same bytes
+    assert (tmp_path / "again" / packed.relative_to(tmp_path / "export")).read_bytes() == packed.read_bytes()
 
 
 def test_import_into_a_new_run_folder_counts_the_stages_done_and_only_the_rest_runs(tmp_path):
@@ -69,6 +73,8 @@ def test_import_into_a_new_run_folder_counts_the_stages_done_and_only_the_rest_r
     assert import_results(list(stages.values()), new, tmp_path / "export") == ["rl/webshop/grpo/seed-0",
                                                                              "rl/webshop/seed/seed-0"]
     assert stages["rl/webshop/grpo/seed-0"].done() and not stages["rl/webshop/grpo/seed-1"].done()
+    episodes = stages["rl/webshop/grpo/seed-0"].out / "evals" / "update-000002" / "unseen" / "episodes.jsonl"
+    assert episodes.read_text() == '{"won": true}\n' and not list(new.rglob("*.gz"))  # unpacked
     assert [s.name for s in needed_stages(list(stages.values()))] == [
         "model", "sft/webshop", "skill-sft/webshop", "rl/webshop/grpo/seed-1", "rl/webshop/seed/seed-1", "report"]
     # a second import finds them done and copies nothing
