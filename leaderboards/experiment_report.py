@@ -51,8 +51,9 @@ def final_table(env: str, content: dict[str, Any]) -> Table | None:
     rows = [[Cell(arm), Cell(split), _success(final["start"], f"{split}:start", arm),
              _success(final["end"], f"{split}:end", arm), Cell(str(final["end_update"]), numeric=True)]
             for arm, summary in content["arms"].items() for split, final in summary["final"].items()]
-    return Table(["arm", "split", "start (SFT) % (95% CI)", "end % (95% CI)", "end update"], rows,
-                 caption=f"{env}: final success, pooled over seeds (Wilson CI)")
+    return Table(["arm", "split", "start % (95% CI)", "end % (95% CI)", "end update"], rows,
+                 caption=f"{env}: final success, pooled over seeds (Wilson CI); the start is the arm's own: "
+                         "its preset's `start`, the SFT or the skill-SFT checkpoint")
 
 
 def threshold_table(env: str, content: dict[str, Any]) -> Table | None:
