@@ -109,11 +109,12 @@ def import_results(stages: Sequence[Any], out: Path, source: Path) -> list[str]:
     recorded settings differ from the plan's or ``source`` holds no stage of the plan."""
     if not source.is_dir():
         raise ArchiveError(f"{source} is not a folder of exported reproduce results")
-    found, problems = [], []
+    found, problems, exported = [], [], 0
     for stage in stages:
         folder = source / stage.out.relative_to(out)
         if stage.kind != "rl" or not (folder / "stage.json").is_file():
             continue
+        exported += 1
         marker = _marker(folder)
         recorded = portable(marker.get("config", {}), Path(marker.get("out_root", out)))
         planned = portable(stage.config, out)
@@ -124,7 +125,7 @@ def import_results(stages: Sequence[Any], out: Path, source: Path) -> list[str]:
             found.append((stage, folder))
     if problems:
         raise ArchiveError(f"{source}: not this plan's results: " + "; ".join(problems))
-    if not found and not any((source / s.out.relative_to(out) / "stage.json").is_file() for s in stages if s.kind == "rl"):
+    if not exported:
         raise ArchiveError(f"{source} holds no RL stage of this plan")
     for stage, folder in found:
         if stage.out.exists():

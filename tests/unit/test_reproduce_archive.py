@@ -101,6 +101,9 @@ def test_import_refuses_results_of_other_settings_and_copies_nothing(tmp_path):
     assert not (new / "rl").exists()
     with pytest.raises(ArchiveError, match="not a folder"):
         import_results(stages, new, tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ArchiveError, match="holds no RL stage of this plan"):
+        import_results(stages, new, tmp_path / "empty")
 
 
 def model_folder(path: Path, weights: bytes) -> Path:
