@@ -55,6 +55,8 @@ PAPER_ROWS = (
 )
 #: SEED's Table 2 ablations, by arm name in the presets.
 ABLATIONS = ("seed-no-skill-sft", "seed-frozen-analyzer", "seed-static-skills")
+#: The paper's Table 2 is ALFWorld's valid_seen (seed-method.md 12.5; its unseen table has no ablations).
+PAPER_ABLATION_SPLIT = ("alfworld", "seen")
 #: The arm whose final success is the threshold, and the split SEED is compared with it on.
 BASELINE, COMPARED_SPLIT = "grpo", "unseen"
 #: Training statistics that are rates, drawn per update.
@@ -131,7 +133,7 @@ def summarise(runs: list[tuple[str, str, int, Path]]) -> dict[str, Any]:
                    for arm in dict.fromkeys(a for e, a, *_ in loaded if e == env)}
         arms = {arm: summarise_arm(seeds) for arm, seeds in runs_of.items()}
         data[env] = {"arms": arms, "comparisons": compare(arms, runs_of), "thresholds": thresholds(arms),
-                     "ablation": ablation(arms, runs_of), "seed_vs_grpo": seed_vs_grpo(runs_of)}
+                     "ablation": ablation(env, arms, runs_of), "seed_vs_grpo": seed_vs_grpo(runs_of)}
     return data
 
 
@@ -200,8 +202,9 @@ def thresholds(arms: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def ablation(arms: dict[str, Any], runs: dict[str, list[tuple[int, dict[str, Any]]]]) -> list[dict[str, Any]]:
-    """``seed`` and its ablations per split: start, end, the paired end difference ablation − seed."""
+def ablation(env: str, arms: dict[str, Any], runs: dict[str, list[tuple[int, dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """``seed`` and its ablations per split: start, end, the paired end difference ablation − seed, and
+    the paper's Table 2 figure beside the one split it was measured on (:data:`PAPER_ABLATION_SPLIT`)."""
     if "seed" not in arms:
         return []
     paper = {arm: alfworld for arm, _, alfworld, _ in PAPER_ROWS}
@@ -213,7 +216,8 @@ def ablation(arms: dict[str, Any], runs: dict[str, list[tuple[int, dict[str, Any
                 continue
             versus = None if arm == "seed" else _paired(runs[arm], runs["seed"], split, "end", "end")
             rows.append({"arm": arm, "split": split, "start": final["start"], "end": final["end"],
-                         "vs_seed": versus, "paper_alfworld": paper.get(arm)})
+                         "vs_seed": versus,
+                         "paper_alfworld": paper.get(arm) if (env, split) == PAPER_ABLATION_SPLIT else None})
     return rows
 
 

@@ -161,6 +161,17 @@ def test_the_ablation_table_pairs_each_ablation_with_seed(report: Path) -> None:
     assert "| seed-frozen-analyzer | seen |" in markdown and "| 87.0 |" in markdown  # the paper's Table 2 cell
 
 
+def test_the_papers_ablation_figures_sit_only_beside_the_split_they_were_measured_on(report: Path) -> None:
+    """Table 2 is ALFWorld valid_seen: not beside ALFWorld unseen, and no column at all for WebShop."""
+    envs = data(report)["envs"]
+    assert {(row["split"], row["paper_alfworld"]) for row in envs["alfworld"]["ablation"] if row["arm"] != "seed"} == {
+        ("seen", 87.0), ("seen", 84.4), ("unseen", None)}
+    assert all(row["paper_alfworld"] is None for row in envs["webshop"]["ablation"])
+    markdown = (report / "report.md").read_text()
+    webshop = markdown[markdown.index("*webshop: SEED ablations"):]
+    assert "paper ALFWorld" not in webshop[:webshop.index("\n\n\n")]
+
+
 def test_training_statistics_halves_are_halves_of_the_updates_not_of_the_seeds(report: Path) -> None:
     # every seed logs gate_mean 0.1 * update over updates 1..4: halves (1, 2) and (3, 4) of each seed
     summary = data(report)["envs"]["alfworld"]["arms"]["seed"]
