@@ -19,7 +19,7 @@ Rules:
 
 * Every training stage is an ordinary ``seed-gym train`` run folder: killing and re-running the same
   command resumes it (the trainer's own resume). A stage that finished has a ``stage.json`` marker
-  and is skipped.
+  and is skipped; its ``seconds`` add up every invocation that worked on it (:class:`StageClock`).
 * ``--stage NAME`` runs that stage alone (the stages it reads must have finished); ``--dry-run``
   prints the plan and what is done.
 * ``--report-only`` rebuilds the report from the RL stages that have finished, without running any
@@ -214,6 +214,40 @@ def describe(stages: list[Stage]) -> list[str]:
     return lines
 
 
+class StageClock:
+    """A stage's wall seconds over every invocation that worked on it, kept in ``STAGE/stage-time.json``:
+    a resumed stage counts its earlier invocations too. An invocation counts until its last logged
+    metrics row, so a killed one loses at most the part of an update it was in."""
+
+    FILE = "stage-time.json"
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / self.FILE
+        try:
+            self.earlier = [float(s) for s in json.loads(self.path.read_text(encoding="utf-8"))["invocations"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            self.earlier = []
+        self.started = time.time()
+
+    def _write(self, seconds: float) -> list[float]:
+        invocations = [*self.earlier, round(seconds, 1)]
+        self.path.write_text(json.dumps({"invocations": invocations}) + "\n", encoding="utf-8")
+        return invocations
+
+    def ticking(self, on_row: Callable[[dict[str, Any]], None] | None) -> Callable[[dict[str, Any]], None]:
+        """``on_row``, recording this invocation's seconds at every row first."""
+        def tick(row: dict[str, Any]) -> None:
+            self._write(time.time() - self.started)
+            if on_row:
+                on_row(row)
+        return tick
+
+    def finish(self) -> dict[str, Any]:
+        """The marker's fields: ``seconds`` over all invocations, and how many there were."""
+        invocations = self._write(time.time() - self.started)
+        return {"seconds": round(sum(invocations), 1), "invocations": len(invocations)}
+
+
 def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
               on_row: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Run one stage (its inputs must be done), then mark it done."""
@@ -222,7 +256,7 @@ def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
     if missing:
         raise PresetError(f"stage {stage.name} needs {', '.join(missing)} to finish first")
     stage.out.mkdir(parents=True, exist_ok=True)
-    started = time.time()
+    clock = StageClock(stage.out)
     root = plan_root(stages)
     recorded: dict[str, Any] = {"out_root": str(root)}
     if stage.kind == "model":
@@ -236,15 +270,14 @@ def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
         if stage.kind == "rl":
             recorded[START_FIELD] = check_start(stage, stages, root)
             share_start_evaluation(stage, stages)
-        train(build_config(stage.config), on_row=on_row)
+        train(build_config(stage.config), on_row=clock.ticking(on_row))
     elif stage.kind == "offline-skills":
         build_offline_library(stage)
     elif stage.kind == "report":
         from seed_gym.training.reproduce_report import write_report
 
         write_report([s for s in stages if s.kind == "rl"], preset, stage.out)
-    # seconds of this invocation (a resumed stage's earlier invocations are not counted)
-    (stage.out / MARKER).write_text(json.dumps({"stage": stage.name, "finished": True, "seconds": round(time.time() - started, 1),
+    (stage.out / MARKER).write_text(json.dumps({"stage": stage.name, "finished": True, **clock.finish(),
                                                 "config": stage.config, **recorded}, indent=1, default=str) + "\n")
 
 
