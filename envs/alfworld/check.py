@@ -10,6 +10,13 @@ builds one stock and one fast engine (both with the fixed expert) and plays on b
    random sequence, and at its end the PDDL planner's plan from that state (TextWorld's
    ``replan``, which the fast engine prepares only when first asked).
 
+The planner searches in C (fast-downward), beyond the reach of a signal, and from some states
+reached by random steps its search runs for hours and grows to gigabytes. Each stack's replan
+therefore runs in a forked copy of the worker that is killed after ``planner_timeout`` seconds: a
+plan on one stack and none in time on the other is a difference; no plan in time on either is
+counted as ``planner_timeouts`` (those plans were not compared) and the game's other comparisons
+stand.
+
 After every call it compares the observation, the admissible commands in order, ``won``, the
 score, the expert's plan, the facts, any exception the engine raised, and the state of the
 engine's own RNG (:class:`~seed_gym.envs.alfworld.engine.OwnRandom`, so both stacks draw the
@@ -21,15 +28,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing as mp
 import random
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 from seed_gym.envs.alfworld import data as alf_data
 
 _ENGINES: dict[str, Any] = {}
+
+#: Seconds each stack's planner may search from the last state before the plan counts as not found.
+#: Plans on these games take well under a second; the searches that explode run for hours.
+DEFAULT_PLANNER_TIMEOUT = 60.0
 
 
 def _engines() -> tuple[Any, Any]:
@@ -70,6 +82,23 @@ class _Side:
         with self.rng.active():
             return list(env._pddl_state.replan(env._entity_infos))
 
+    def replan_within(self, seconds: float) -> list[str] | None:
+        """:meth:`replan` in a forked copy of this process, killed after ``seconds`` (None then).
+        Only the plan comes back: the planner's search leaves this process's state untouched."""
+        context = mp.get_context("fork")
+        reader, writer = context.Pipe(duplex=False)
+        child = context.Process(target=_send_plan, args=(self, writer))
+        child.start()
+        writer.close()
+        try:
+            return reader.recv() if reader.poll(seconds) else None
+        except EOFError:  # the child died without a plan (it crashed): as good as no plan
+            return None
+        finally:
+            child.kill()
+            child.join()
+            reader.close()
+
     def step(self, command: str) -> dict[str, Any]:
         previous, error = self.state, None
         try:
@@ -84,11 +113,19 @@ class _Side:
         return _view(self.state, self.rng, error)
 
 
-def check_game(game: str, *, random_steps: int = 15, max_steps: int = 50, reset_only: bool = True) -> dict[str, Any]:
-    """Play one game on both stacks; the number of compared calls and the differences."""
+def _send_plan(side: _Side, writer: Any) -> None:
+    writer.send(side.replan())
+    writer.close()
+
+
+def check_game(game: str, *, random_steps: int = 15, max_steps: int = 50, reset_only: bool = True,
+               planner_timeout: float = DEFAULT_PLANNER_TIMEOUT) -> dict[str, Any]:
+    """Play one game on both stacks; the number of compared calls, the differences, and whether
+    the planner's plans went uncompared because neither stack found one in ``planner_timeout`` s."""
     stock, fast = (_Side(e) for e in _engines())
     differences: list[str] = []
     compared = 0
+    planner_timeouts = 0
 
     def compare(phase: str, step: int, a: dict[str, Any], b: dict[str, Any]) -> None:
         nonlocal compared
@@ -110,7 +147,20 @@ def check_game(game: str, *, random_steps: int = 15, max_steps: int = 50, reset_
             a, b = stock.step(command), fast.step(command)
             compare(phase, step, a, b)
         if planner and not a["won"] and not differences:
-            compare(f"{phase}, planner", step, {"plan": stock.replan()}, {"plan": fast.replan()})
+            compare_plans(f"{phase}, planner", step)
+
+    def compare_plans(phase: str, step: int) -> None:
+        nonlocal planner_timeouts
+        plans = {"stock": stock.replan_within(planner_timeout), "fast": fast.replan_within(planner_timeout)}
+        if plans["stock"] is None and plans["fast"] is None:
+            planner_timeouts += 1
+            return
+        late, found = sorted(plans, key=lambda name: plans[name] is not None)
+        if plans[late] is None:
+            differences.append(f"{game} {phase} step {step}: plan differs: {late} found no plan within "
+                               f"{planner_timeout:g} s, {found} found {plans[found]!r:.200}")
+            return
+        compare(phase, step, {"plan": plans["stock"]}, {"plan": plans["fast"]})
 
     def expert(view: dict[str, Any]) -> str:
         plan = view["expert_plan"]
@@ -132,7 +182,7 @@ def check_game(game: str, *, random_steps: int = 15, max_steps: int = 50, reset_
         play("random-1 (reset only)", False, seeded("1"))
     if not differences:
         play("random-2 (reloaded)", True, seeded("2"), planner=True)
-    return {"game": game, "compared": compared, "differences": differences}
+    return {"game": game, "compared": compared, "differences": differences, "planner_timeouts": planner_timeouts}
 
 
 def game_files(root: str | Path, splits: list[str] | None = None) -> list[str]:
@@ -150,12 +200,14 @@ def game_files(root: str | Path, splits: list[str] | None = None) -> list[str]:
 
 def check_engine(root: str | Path, *, splits: list[str] | None = None, workers: int = 1, random_steps: int = 15,
                  reset_only: bool = True, limit: int | None = None, log: str | Path | None = None,
+                 planner_timeout: float = DEFAULT_PLANNER_TIMEOUT,
                  on_game: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Check every collectable game of ``splits`` under ``root``; a summary with every difference.
 
     With ``log``, each game's result is appended to that JSON-lines file as it finishes, and games
     already in it (checked with the same ``random_steps`` and ``reset_only``) are not played
-    again: a long check survives being stopped, and the summary covers every logged game."""
+    again: a long check survives being stopped, and the summary covers every logged game. With
+    several ``workers`` games are logged as they finish, so one slow game holds back no other."""
     files = game_files(root, splits)
     files = files[:limit] if limit else files
     settings = {"random_steps": random_steps, "reset_only": reset_only}
@@ -167,11 +219,12 @@ def check_engine(root: str | Path, *, splits: list[str] | None = None, workers: 
     sink = Path(log).open("a", encoding="utf-8") if log else None
     if sink and sink.tell() and not Path(log).read_bytes().endswith(b"\n"):  # type: ignore[arg-type]
         sink.write("\n")  # a torn last line stays alone, and is ignored
+    options = {"random_steps": random_steps, "reset_only": reset_only, "planner_timeout": planner_timeout}
     if workers <= 1:
-        iterator: Any = (check_game(g, random_steps=random_steps, reset_only=reset_only) for g in todo)
+        iterator: Any = (check_game(g, **options) for g in todo)
     else:
         pool = ProcessPoolExecutor(max_workers=workers)
-        iterator = pool.map(_check_one, [(g, random_steps, reset_only) for g in todo])
+        iterator = (f.result() for f in as_completed([pool.submit(_check_one, g, options) for g in todo]))
     try:
         for result in iterator:
             results.append(result)
@@ -188,6 +241,7 @@ def check_engine(root: str | Path, *, splits: list[str] | None = None, workers: 
     differences = [d for r in results for d in r["differences"]]
     return {"root": str(alf_data.tree_root(root)), "splits": splits or list(alf_data.SPLIT_DIRS), "games": len(results),
             "compared_states": sum(r["compared"] for r in results), "differences": len(differences),
+            "planner_timeouts": sum(r.get("planner_timeouts", 0) for r in results),
             "details": differences[:50], "random_steps": random_steps,
             "reset_only_phase": reset_only, "from_log": reused}
 
@@ -212,9 +266,9 @@ def _read_log(path: Path, settings: dict[str, Any]) -> dict[str, dict[str, Any]]
             continue
         if isinstance(row, dict) and all(row.get(k) == v for k, v in settings.items()) and "key" in row:
             logged[row["key"]] = {k: row[k] for k in ("game", "compared", "differences")}
+            logged[row["key"]]["planner_timeouts"] = row.get("planner_timeouts", 0)
     return logged
 
 
-def _check_one(args: tuple[str, int, bool]) -> dict[str, Any]:
-    game, random_steps, reset_only = args
-    return check_game(game, random_steps=random_steps, reset_only=reset_only)
+def _check_one(game: str, options: dict[str, Any]) -> dict[str, Any]:
+    return check_game(game, **options)

@@ -26,6 +26,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
         check_engine: Optional[Path] = typer.Option(None, help="Generate nothing: play every game of --split under this json_2.1.1 tree on the stock and the fast engine and report every difference (exit 1 if any)."),
         check_steps: int = typer.Option(15, help="With --check-engine: seeded random admissible steps per random sequence."),
         check_log: Optional[Path] = typer.Option(None, help="With --check-engine: append each game's result to this JSON-lines file and skip games it already holds (a stopped check resumes)."),
+        planner_timeout: float = typer.Option(60.0, min=0.1, help="With --check-engine: seconds each engine's PDDL planner may search before its plan counts as not found (searches from some random states run for hours)."),
     ) -> None:
         """Generate ALFWorld games in the official json_2.1.1 layout, each verified solvable."""
         from rich.table import Table
@@ -38,12 +39,15 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
             with new_progress() as bar:
                 task = bar.add_task("stock vs fast engine", total=None)
                 report = run_check(check_engine, splits=list(split), workers=workers or 1, random_steps=check_steps,
-                                   log=check_log, on_game=lambda r: bar.advance(task))
+                                   log=check_log, planner_timeout=planner_timeout, on_game=lambda r: bar.advance(task))
             for line in report["details"]:
                 console.print(f"[red]{line}[/]")
             console.print(f"{report['games']} games, {report['compared_states']} states compared, "
                           f"{report['differences']} differences (splits {', '.join(report['splits'])}"
                           + (f"; {report['from_log']} games from {check_log}" if check_log else "") + ")")
+            if report["planner_timeouts"]:
+                console.print(f"{report['planner_timeouts']} games' planner plans not compared: neither engine's "
+                              f"planner found a plan within {planner_timeout:g} s")
             if report["differences"] or not report["games"]:
                 raise typer.Exit(1)
             return

@@ -5,6 +5,7 @@ CI runs the checker on a few official games (the full 274-game run is `seed-gym 
 stream, so a pass means something."""
 
 import random
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -61,6 +62,26 @@ def test_the_checker_catches_a_changed_plan(games, monkeypatch):
     monkeypatch.setattr(state_class, "replan", replan)
     result = check.check_game(games[2], random_steps=2)
     assert result["differences"] and "planner" in result["differences"][0] and "plan differs" in result["differences"][0]
+
+
+def test_a_planner_search_that_never_ends_is_cut_off_on_one_stack_a_difference(games, monkeypatch):
+    check._engines()
+    monkeypatch.setattr(fast._CLASSES[0], "replan", lambda self, infos: time.sleep(3600) or [])
+    started = time.monotonic()
+    result = check.check_game(games[2], random_steps=2, planner_timeout=1)
+    assert time.monotonic() - started < 120  # not the hour the search would take
+    assert result["differences"] and "fast found no plan within 1 s" in result["differences"][0]
+    assert result["planner_timeouts"] == 0
+
+
+def test_a_planner_search_that_never_ends_on_both_stacks_is_counted_not_compared(games, monkeypatch):
+    from textworld.envs.pddl.logic import PddlState
+
+    check._engines()
+    monkeypatch.setattr(PddlState, "replan", lambda self, infos: time.sleep(3600) or [])
+    result = check.check_game(games[2], random_steps=2, planner_timeout=1)
+    assert result["differences"] == [] and result["planner_timeouts"] == 1
+    assert result["compared"] >= 3 + 2 + 2  # the game's other comparisons stand
 
 
 def test_the_checker_catches_a_changed_random_stream(games, monkeypatch):
