@@ -339,6 +339,7 @@ def _fit_trl_engine_sync(trainer: Any) -> dict[str, Any]:
     holds apart (``named_parameters`` lists the tied weight once). So on a CPU engine the push, still
     at TRL's moments, loads the trained model's whole ``state_dict`` through vLLM's layer-wise
     ``reload_weights``: what seed-gym's engine syncs with. CUDA engines keep TRL's own push."""
+    from seed_gym.agents.backends.vllm import without_rope_reload_warning
     from seed_gym.training.weight_sync import vllm_on_cuda
 
     if vllm_on_cuda():
@@ -346,8 +347,9 @@ def _fit_trl_engine_sync(trainer: Any) -> dict[str, Any]:
     generation = trainer.vllm_generation
 
     def push_by_layerwise_reload() -> None:
-        generation.llm.collective_rpc("reload_weights", kwargs={
-            "weights_iterator": iter(trainer.model.state_dict().items()), "is_checkpoint_format": True})
+        with without_rope_reload_warning():
+            generation.llm.collective_rpc("reload_weights", kwargs={
+                "weights_iterator": iter(trainer.model.state_dict().items()), "is_checkpoint_format": True})
         generation.llm.reset_prefix_cache()
 
     generation.sync_weights = push_by_layerwise_reload

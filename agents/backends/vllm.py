@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -101,6 +102,30 @@ def kept_torch_threads() -> Iterator[None]:
     finally:
         torch.set_num_threads = setter
         setter(threads)
+
+
+#: What vLLM's layer-wise reload logs for every rotary embedding on every reload.
+ROPE_RELOAD_WARNING = "RotaryEmbedding: Failed to load weights"
+RELOAD_LOGGER = "vllm.model_executor.model_loader.reload.layerwise"
+
+
+class _DropRopeReloadWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != ROPE_RELOAD_WARNING
+
+
+@contextlib.contextmanager
+def without_rope_reload_warning() -> Iterator[None]:
+    """Silence one false alarm of vLLM's layer-wise reload: a rotary embedding's cos/sin cache is
+    computed from the config and is in no checkpoint, so every reload "fails to load" it, warns,
+    and keeps the cache it has (the right one). Any other layer's warning still shows."""
+    logger = logging.getLogger(RELOAD_LOGGER)
+    quiet = _DropRopeReloadWarning()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def prompt_room(max_model_len: int, max_new_tokens: int) -> int:
@@ -240,7 +265,7 @@ class VLLMBackend:
             raise BackendError("in-place weight updates need the engine in this process (in_process=True)")
         llm = self._engine()
         self.wake_up()
-        with torch_threads(self.serving_threads):
+        with torch_threads(self.serving_threads), without_rope_reload_warning():
             llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_tensors),
                                                          "is_checkpoint_format": True})
         llm.reset_prefix_cache()

@@ -29,7 +29,8 @@ PUSH_TOL = 1e-2
 @pytest.fixture(scope="module")
 def result(tiny_model_dir, vllm_child):
     pytest.importorskip("trl", reason='the TRL comparison needs the bench extra: pip install "seed-gym[bench]"')
-    return vllm_child(__file__, str(tiny_model_dir))
+    report, _ = vllm_child(__file__, str(tiny_model_dir))
+    return report
 
 
 def test_trl_with_its_vllm_engine_completes_its_updates(result):

@@ -30,8 +30,13 @@ PER_ENV = 2
 
 
 @pytest.fixture(scope="module")
-def report(tiny_model_dir, vllm_child):
+def child(tiny_model_dir, vllm_child):
     return vllm_child(__file__, str(tiny_model_dir))
+
+
+@pytest.fixture(scope="module")
+def report(child):
+    return child[0]
 
 
 def test_before_any_update_both_engines_agree(report):
@@ -47,6 +52,15 @@ def test_after_k_synced_updates_generations_and_logprobs_match_the_trainer(repor
     assert synced["max_logprob_gap"] < LOGPROB_TOL
     # the updates really changed the policy: the log-probs of its first greedy tokens moved
     assert report["moved"] > 10 * LOGPROB_TOL
+
+
+def test_the_sync_does_not_log_vllms_false_alarm_about_the_rotary_cache(child, report):
+    from seed_gym.agents.backends.vllm import ROPE_RELOAD_WARNING
+
+    _, log = child
+    assert len(report["updates"]) == UPDATES  # each one reloaded the engine's weights
+    assert "Successfully reset prefix cache" in log  # vLLM's log was captured
+    assert ROPE_RELOAD_WARNING not in log
 
 
 def test_skipping_the_sync_is_detected(report):
