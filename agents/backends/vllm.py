@@ -114,8 +114,20 @@ class _DropRopeReloadWarning(logging.Filter):
         return record.getMessage() != ROPE_RELOAD_WARNING
 
 
+def reload_weights_in_place(llm: Any, named_tensors: Iterable[tuple[str, Any]]) -> None:
+    """Load checkpoint-format tensors (the names and shapes of the model's ``state_dict``) into an
+    in-process ``vllm.LLM``, then forget the prefixes it cached with the old weights. vLLM's
+    layer-wise reload (``reload_weights``) restores each layer's checkpoint layout, loads, and
+    redoes the backend's weight processing (fused qkv / gate-up, CPU packing), which a bare
+    ``model.load_weights`` on a processed model does not."""
+    with _without_rope_reload_warning():
+        llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_tensors),
+                                                     "is_checkpoint_format": True})
+    llm.reset_prefix_cache()
+
+
 @contextlib.contextmanager
-def without_rope_reload_warning() -> Iterator[None]:
+def _without_rope_reload_warning() -> Iterator[None]:
     """Silence one false alarm of vLLM's layer-wise reload: a rotary embedding's cos/sin cache is
     computed from the config and is in no checkpoint, so every reload "fails to load" it, warns,
     and keeps the cache it has (the right one). Any other layer's warning still shows."""
@@ -256,19 +268,14 @@ class VLLMBackend:
         return [float(step[token].logprob) for token, step in zip(continuation_ids, steps)]
 
     def load_weights(self, named_tensors: Iterable[tuple[str, Any]]) -> None:
-        """Replace the engine's weights in place with checkpoint-format tensors (the names and
-        shapes of the model's ``state_dict``), then forget cached prefixes computed with the old
-        ones. vLLM's layer-wise reload (``reload_weights``) restores each layer's checkpoint layout,
-        loads, and redoes the backend's weight processing (fused qkv / gate-up, CPU packing), which
-        a bare ``model.load_weights`` on a processed model does not. Needs ``in_process=True``."""
+        """Replace the engine's weights in place with checkpoint-format tensors
+        (:func:`reload_weights_in_place`). Needs ``in_process=True``."""
         if not self.in_process:
             raise BackendError("in-place weight updates need the engine in this process (in_process=True)")
         llm = self._engine()
         self.wake_up()
-        with torch_threads(self.serving_threads), without_rope_reload_warning():
-            llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_tensors),
-                                                         "is_checkpoint_format": True})
-        llm.reset_prefix_cache()
+        with torch_threads(self.serving_threads):
+            reload_weights_in_place(llm, named_tensors)
 
     def sleep(self) -> bool:
         """Free the engine's accelerator memory (weights to host memory, KV cache dropped) until the
