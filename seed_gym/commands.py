@@ -73,6 +73,27 @@ def library_progress(bar: Progress) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def library_status(status: Any) -> Iterator[None]:
+    """Show library progress reports (data generation, index builds) on a ``console.status``
+    spinner, and print a line as each starts and as it ends, so that a log file shows a long first
+    data build too (a spinner draws only on a terminal)."""
+    started: set[str] = set()
+    ended: set[str] = set()
+
+    def draw(description: str, done: int, total: int) -> None:
+        if description not in started:
+            started.add(description)
+            console.print(f"{description}: {done}/{total} ...")
+        status.update(f"{description}: {done}/{total}")
+        if done >= total and description not in ended:
+            ended.add(description)
+            console.print(f"{description}: {done}/{total} done")
+
+    with progress_hooks.installed(draw):
+        yield
+
+
 def parse_env_args(pairs: list[str], env_id: str | None = None) -> dict[str, Any]:
     """``key=value`` pairs; values are read as JSON when they parse (numbers, bools, lists), else as
     text, and one that starts like JSON (``[``, ``{``, ``"``) must parse. With ``env_id``, each key

@@ -61,7 +61,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
                                           help="List every training setting (type, default, meaning) and exit."),
     ) -> None:
         """Train with SFT or an RL algorithm on the shared rollout harness; resumes from the last checkpoint."""
-        from seed_gym.commands import parse_env_args
+        from seed_gym.commands import library_status, parse_env_args
         from seed_gym.training.config import build_config
         from seed_gym.training.trainer import train
 
@@ -72,7 +72,7 @@ def register(app: typer.Typer, data_app: typer.Typer, bench_app: typer.Typer, se
             base["updates"] = updates
         cfg = build_config(base, config, set_)
         console.print(f"[bold]{cfg.algo}[/] on {cfg.env} from {cfg.model} -> {cfg.out}")
-        with console.status("training...") as status:
+        with console.status("training...") as status, library_status(status):
             def on_row(row: dict[str, Any]) -> None:
                 status.update(f"update {row['update']}: {_describe(row).splitlines()[0]}")
                 console.print(f"[dim]update {row['update']}[/] {_describe(row)}")

@@ -5,6 +5,7 @@ redoing work."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -230,3 +231,22 @@ def test_prompts_rebuilt_from_records_are_the_prompts_the_model_saw(tiny_model_d
             assert len(record.steps) >= 2
             # whole messages: Search-QA's later prompts continue an assistant turn (its segments too)
             assert rebuilt_prompts(record, builder) == [step_messages(step) for step in record.steps]
+
+
+def test_train_shows_a_first_data_build_in_its_output(tiny_model_dir, tmp_path):
+    """The first ALFWorld run on a machine generates its games before the first update (minutes at
+    the default sizes): the command says so as it starts and ends, in a log file too."""
+    args = [sys.executable, "-m", "seed_gym.cli", "train", "--algo", "grpo", "--env", "alfworld",
+            "--model", str(tiny_model_dir), "--updates", "1", "--out", str(tmp_path / "run"),
+            "--env-arg", 'sizes={"train": 4, "seen": 1, "unseen": 1}']
+    for key, value in SMALL.items():
+        if key != "updates":
+            args += ["--set", f"{key}={json.dumps(value)}"]
+    home = tmp_path / "home"  # nothing generated yet
+    result = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "SEED_GYM_HOME": str(home)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert "generating ALFWorld train games: 0/4 ..." in lines
+    assert "generating ALFWorld train games: 4/4 done" in lines
+    assert lines.index("generating ALFWorld train games: 4/4 done") < next(
+        i for i, line in enumerate(lines) if line.startswith("update 1"))
