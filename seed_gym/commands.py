@@ -78,19 +78,10 @@ def library_status(status: Any) -> Iterator[None]:
     """Show library progress reports (data generation, index builds) on a ``console.status``
     spinner, and print a line as each starts and as it ends, so that a log file shows a long first
     data build too (a spinner draws only on a terminal)."""
-    started: set[str] = set()
-    ended: set[str] = set()
-
     def draw(description: str, done: int, total: int) -> None:
-        if description not in started:
-            started.add(description)
-            console.print(f"{description}: {done}/{total} ...")
         status.update(f"{description}: {done}/{total}")
-        if done >= total and description not in ended:
-            ended.add(description)
-            console.print(f"{description}: {done}/{total} done")
 
-    with progress_hooks.installed(draw):
+    with progress_hooks.installed(progress_hooks.milestones(console.print, then=draw)):
         yield
 
 

@@ -27,6 +27,25 @@ def reporter_for(description: str) -> Callable[[int, int], None]:
     return lambda done, total: report(description, done, total)
 
 
+def milestones(echo: Callable[[str], None], then: Reporter | None = None) -> Reporter:
+    """A reporter that echoes a line as each description starts and as it ends, for logs (where a
+    progress bar or spinner does not draw), and passes every report on to ``then``."""
+    started: set[str] = set()
+    ended: set[str] = set()
+
+    def reporter(description: str, done: int, total: int) -> None:
+        if description not in started:
+            started.add(description)
+            echo(f"{description}: {done}/{total} ...")
+        if then is not None:
+            then(description, done, total)
+        if done >= total and description not in ended:
+            ended.add(description)
+            echo(f"{description}: {done}/{total} done")
+
+    return reporter
+
+
 @contextlib.contextmanager
 def installed(reporter: Reporter) -> Iterator[None]:
     global _reporter

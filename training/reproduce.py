@@ -59,6 +59,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from seed_gym import progress
 from seed_gym.core import SeedGymError
 from seed_gym.training.reproduce_archive import (START_FIELD, check_start, export_results, import_results,
                                                  made_elsewhere)
@@ -421,7 +422,8 @@ def run_plan(preset_name: str | Path, out: str | Path, stages: list[Stage], pres
             echo(f"[done] {item.name}" if item.done() else f"[skip] {item.name}: no unfinished stage reads it")
             continue
         echo(f"[run] {item.name}")
-        run_stage(item, stages, preset, on_row)
+        with progress.installed(progress.milestones(echo)):  # a first data build shows in the stage's log
+            run_stage(item, stages, preset, on_row)
 
 
 # -- several stages at once (--jobs) --------------------------------------------------------------

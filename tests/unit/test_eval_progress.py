@@ -68,3 +68,17 @@ def test_eval_says_where_it_writes_when_out_is_not_given(tmp_path: Path, capsys,
     assert "writing runs/toy-counter-progress-train/<agent>/ (no --out given" in err
     assert (tmp_path / "runs" / "toy-counter-progress-train" / "expert" / "summary.json").exists()
     assert "steps/s" in err  # the progress line's rate
+
+
+def test_milestones_echo_a_line_as_each_library_task_starts_and_ends_and_pass_every_report_on():
+    from seed_gym.progress import milestones
+
+    lines: list[str] = []
+    passed: list[tuple[str, int, int]] = []
+    report = milestones(lines.append, then=lambda *args: passed.append(args))
+    for done in (0, 1, 2, 3, 3):
+        report("generating games", done, 3)
+    report("building index", 5, 5)
+    assert lines == ["generating games: 0/3 ...", "generating games: 3/3 done",
+                     "building index: 5/5 ...", "building index: 5/5 done"]
+    assert len(passed) == 6 and passed[-1] == ("building index", 5, 5)
