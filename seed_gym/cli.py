@@ -302,7 +302,7 @@ def bench_pools_command(
     envs_per_worker: int = typer.Option(4, min=1, help="Envs per worker (and of the inline pool)."),
     workers: list[int] = typer.Option([1, 2, 4], min=1, help="Worker counts of the process and ray pools."),
     overhead_episodes: int = typer.Option(200, min=1, help="Episodes of the engine-overhead section."),
-    repeats: int = typer.Option(5, min=1, help="Alternating repeats of the engine-overhead section."),
+    repeats: int = typer.Option(20, min=1, help="Alternating repeats of the engine-overhead section."),
     model: Optional[Path] = typer.Option(None, help="Local model folder (seed-gym model init) for lock-step vs waves; left out: that section is skipped."),
     model_episodes: int = typer.Option(16, min=1, help="Episodes of the lock-step vs waves section."),
     memory_episodes: int = typer.Option(1000, min=0, help="Episodes per worker in the memory section (0: skip it)."),

@@ -152,6 +152,11 @@ class InlinePool(EnvPool):
         self.num_slots = num_slots
         self._envs = build_envs(env_spec_of(env_id), env_kwargs, num_slots)
 
+    @property
+    def envs(self) -> tuple[TextEnv, ...]:
+        """The envs, in slot order (to read; stepping one outside the pool desynchronises its slot)."""
+        return tuple(self._envs)
+
     def submit(self, calls: Sequence[Call]) -> Ticket:
         return Ticket(list(calls), [execute(self._envs[call.slot], call) for call in calls], collected=True)
 

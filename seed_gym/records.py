@@ -36,7 +36,7 @@ RECORD_VERSION = 2
 MANIFEST, EPISODES, SUMMARY = "manifest.json", "episodes.jsonl", "summary.json"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ActionTrace:
     """How an agent produced one action: what the agent returns (:class:`~seed_gym.agent.AgentAction`)
     and its step's record keep, field for field.
@@ -82,7 +82,7 @@ _TRACE_FIELDS = tuple(f.name for f in fields(ActionTrace))
 _FORMERLY_META = ("system", "continuation", "token_ids", "logprobs", "finish_reason", "retokenize")
 
 
-@dataclass
+@dataclass(slots=True)
 class StepRecord(ActionTrace):
     """One env step: what the agent saw, what it said (its :class:`ActionTrace`), what happened."""
 

@@ -1,16 +1,20 @@
 """The rollout engine: tasks x group size, every live episode stepped each round.
 
 Each round the agent gets *one* batch with the live episodes of a wave (one batched forward pass
-for a model agent); their steps, plus resets of the wave's free slots for the next pending
-episodes, go to the pool as one batch; finished episodes become records at once. Group members
-of one task share the episode seed, so they start from an identical state; agents tell them
-apart by episode id.
+for a model agent) and their steps go to the pool as one batch; finished episodes become records
+at once. Group members of one task share the episode seed, so they start from an identical state;
+agents tell them apart by episode id.
 
 Waves (``waves=W``). The pool's slots are split into W waves (slot ``s`` is in wave ``s % W``)
 and the engine takes them in turn: it collects wave w's batch, lets the agent act on wave w, and
 submits wave w's next batch, so while the agent generates for one wave the envs of the others
 step. ``waves=1`` is lock-step: every live episode in one batch, the agent and the envs taking
 turns (the default).
+
+Free slots. In lock-step a slot freed by a finished episode is reset for the next pending episode
+before the agent acts, so the new episode is in the same round's batch (every slot acts every
+round while episodes are pending). With waves, the resets of a wave's free slots go to the pool
+with the wave's steps, so no wave waits on the batch of another; the new episodes act a round later.
 
 What is guaranteed, for any number of waves, slots, workers or backend: each episode's record
 is the same, because an episode's course depends only on its own reset (task id and seed) and on
@@ -52,19 +56,6 @@ class RolloutClock:
     env_s: float = 0.0
     agent_s: float = 0.0
     steps: int = 0
-
-    def env(self, run: Callable[[], Any]) -> Any:
-        return self._timed("env_s", run)
-
-    def agent(self, run: Callable[[], Any]) -> Any:
-        return self._timed("agent_s", run)
-
-    def _timed(self, total: str, run: Callable[[], Any]) -> Any:
-        started = time.perf_counter()
-        try:
-            return run()
-        finally:
-            setattr(self, total, getattr(self, total) + time.perf_counter() - started)
 
 
 @dataclass(frozen=True)
@@ -136,6 +127,7 @@ def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *
     clock = clock or RolloutClock()
     pending: deque[tuple[EpisodeSpec, int]] = deque((spec, 0) for spec in episodes)
     count = min(waves, pool.num_slots)
+    lock_step = count == 1
     all_waves = [_Wave(free=[s for s in range(pool.num_slots) if s % count == w][::-1]) for w in range(count)]
     finished: list[EpisodeRecord] = []
 
@@ -155,33 +147,53 @@ def run_rollouts(pool: EnvPool, agent: Agent, episodes: Sequence[EpisodeSpec], *
     while pending or any(wave.live or wave.ticket for wave in all_waves):
         for wave in all_waves:
             done = _read_back(pool, agent, wave, all_waves, fail, clock, on_steps) if wave.ticket else []
-            _send(pool, agent, wave, pending, clock)
+            # Lock-step: the next episodes start before the agent acts, so they join this round's batch
+            # instead of leaving their slots idle for a round. (With waves their resets go out with the
+            # wave's steps, so that no wave waits on a batch of another.)
+            while lock_step and wave.free and pending:
+                _submit(pool, wave, _resets(wave, pending), clock)
+                done += _read_back(pool, agent, wave, all_waves, fail, clock, on_steps)
+            _submit(pool, wave, _act(agent, wave, clock) + _resets(wave, pending), clock)
             emit(done)
     return finished
 
 
-def _send(pool: EnvPool, agent: Agent, wave: _Wave, pending: deque[tuple[EpisodeSpec, int]],
-          clock: RolloutClock) -> None:
-    """The agent acts on the wave's live episodes; their steps and resets of the wave's free slots
-    (for the next pending episodes) go to the pool as one batch."""
-    calls: list[Call] = []
+def _act(agent: Agent, wave: _Wave, clock: RolloutClock) -> list[Call]:
+    """The agent acts on the wave's live episodes (one batch); their step calls."""
+    if not wave.live:
+        return []
     slots = sorted(wave.live)
-    if slots:
-        episodes = [wave.live[slot] for slot in slots]
-        outputs = clock.agent(lambda: agent.act([ep.spec.episode_id for ep in episodes],
-                                                [ep.observation for ep in episodes], [ep.info for ep in episodes]))
-        if len(outputs) != len(episodes):
-            raise RuntimeError(f"agent {agent.name} returned {len(outputs)} actions for {len(episodes)} episodes")
-        calls += [Call("step", slot, action=_text(output)) for slot, output in zip(slots, outputs)]
-        wave.sent += zip(slots, episodes, outputs)
+    episodes = [wave.live[slot] for slot in slots]
+    started = time.perf_counter()
+    outputs = agent.act([ep.spec.episode_id for ep in episodes], [ep.observation for ep in episodes],
+                        [ep.info for ep in episodes])
+    clock.agent_s += time.perf_counter() - started
+    if len(outputs) != len(episodes):
+        raise RuntimeError(f"agent {agent.name} returned {len(outputs)} actions for {len(episodes)} episodes")
+    wave.sent += zip(slots, episodes, outputs)
+    return [Call("step", slot, None, None, _text(output)) for slot, output in zip(slots, outputs)]
+
+
+def _resets(wave: _Wave, pending: deque[tuple[EpisodeSpec, int]]) -> list[Call]:
+    """Reset calls of the wave's free slots for the next pending episodes."""
+    calls: list[Call] = []
+    if not (wave.free and pending):
+        return calls
     now = time.perf_counter()
     while wave.free and pending:
         spec, attempt = pending.popleft()
         slot = wave.free.pop()
-        calls.append(Call("reset", slot, task_id=spec.task_id, seed=spec.seed))
+        calls.append(Call("reset", slot, spec.task_id, spec.seed))
         wave.sent.append((slot, _Starting(spec, attempt, now), None))
+    return calls
+
+
+def _submit(pool: EnvPool, wave: _Wave, calls: list[Call], clock: RolloutClock) -> None:
+    """The wave's calls go to the pool as one batch."""
     if calls:
-        wave.ticket = clock.env(lambda: pool.submit(calls))
+        started = time.perf_counter()
+        wave.ticket = pool.submit(calls)
+        clock.env_s += time.perf_counter() - started
 
 
 def _read_back(pool: EnvPool, agent: Agent, wave: _Wave, all_waves: list[_Wave], fail: Fail,
@@ -189,8 +201,9 @@ def _read_back(pool: EnvPool, agent: Agent, wave: _Wave, all_waves: list[_Wave],
     """The wave's batch results: steps become step records (and finished episodes records),
     resets new live episodes, failures retries."""
     assert wave.ticket is not None
-    ticket = wave.ticket
-    results = clock.env(lambda: pool.collect(ticket))
+    started_at = time.perf_counter()
+    results = pool.collect(wave.ticket)
+    clock.env_s += time.perf_counter() - started_at
     sent, wave.ticket, wave.sent = wave.sent, None, []
     done: list[EpisodeRecord] = []
     started: list[_Live] = []
@@ -200,28 +213,29 @@ def _read_back(pool: EnvPool, agent: Agent, wave: _Wave, all_waves: list[_Wave],
             wave.live.pop(slot, None)
             wave.free.append(slot)
             done += fail(item.spec, item.attempt, result.message, item.started)
-        elif isinstance(item, _Starting):
+        elif action is None:  # a reset
             observation, info = result
             wave.live[slot] = _Live(item.spec, observation, info, item.started, item.attempt)
             started.append(wave.live[slot])
         else:
-            assert action is not None
-            ended = _record_step(item, action, result)
-            taken.append(item.steps[-1])
-            if ended:
+            taken.append(_record_step(item, action, result))
+            if result[2] or result[3]:  # terminated or truncated
                 del wave.live[slot]
                 wave.free.append(slot)
                 done.append(_finished_record(item, agent, "completed" if result[2] else "truncated"))
     clock.steps += len(taken)
     if on_steps and taken:
         on_steps(taken)
-    done += _drop_lost(pool, all_waves, fail)
-    if started:
-        alive = {id(ep) for ep in wave.live.values()}
+    lost = pool.pop_lost_slots()
+    if lost:
+        done += _drop_lost(lost, all_waves, fail)
+        alive = {id(ep) for ep in wave.live.values()}  # some just started may have gone with a worker
         started = [ep for ep in started if id(ep) in alive]
     if started:
-        clock.agent(lambda: agent.reset([ep.spec.episode_id for ep in started],
-                                        [ep.observation for ep in started], [ep.info for ep in started]))
+        started_at = time.perf_counter()
+        agent.reset([ep.spec.episode_id for ep in started], [ep.observation for ep in started],
+                    [ep.info for ep in started])
+        clock.agent_s += time.perf_counter() - started_at
     return done
 
 
@@ -229,27 +243,26 @@ def _text(output: str | AgentAction) -> str:
     return output.action if isinstance(output, AgentAction) else str(output)
 
 
-def _record_step(episode: _Live, output: str | AgentAction, result: Any) -> bool:
-    """Append the step to the episode (a plain-string action has the default trace); True when it
-    ended the episode."""
-    observation, reward, terminated, truncated, info = result
-    trace = output.trace() if isinstance(output, AgentAction) else {}
-    episode.steps.append(StepRecord(
-        t=len(episode.steps), observation=episode.observation, action=_text(output),
-        reward=float(reward), invalid_action=bool(info.get("invalid_action")),
-        admissible_actions=episode.info.get("admissible_actions"), **trace))
-    episode.total_reward += float(reward)
+_NO_TRACE: dict[str, Any] = {}  # a plain-string action's step keeps the trace fields' defaults
+
+
+def _record_step(episode: _Live, output: str | AgentAction, result: Any) -> StepRecord:
+    """Append the step to the episode and return it (a plain-string action has the default trace)."""
+    observation, reward, _, _, info = result
+    reward = float(reward)
+    trace = output.trace() if isinstance(output, AgentAction) else _NO_TRACE
+    step = StepRecord(len(episode.steps), episode.observation, _text(output), reward, bool(info.get("invalid_action")),
+                      episode.info.get("admissible_actions"), **trace)
+    episode.steps.append(step)
+    episode.total_reward += reward
     episode.observation, episode.info = observation, info
-    return bool(terminated or truncated)
+    return step
 
 
-def _drop_lost(pool: EnvPool, all_waves: list[_Wave], fail: Fail) -> list[EpisodeRecord]:
-    """Episodes whose env state vanished with a restarted worker start over (or fail). A lost slot
-    with a call in flight is left to that call, which the pool answers with a CallError (or, sent
-    to the fresh worker, with a fresh env's answer)."""
-    lost = pool.pop_lost_slots()
-    if not lost:
-        return []
+def _drop_lost(lost: set[int], all_waves: list[_Wave], fail: Fail) -> list[EpisodeRecord]:
+    """Episodes whose env state vanished with a restarted worker (on the ``lost`` slots) start over
+    (or fail). A lost slot with a call in flight is left to that call, which the pool answers with
+    a CallError (or, sent to the fresh worker, with a fresh env's answer)."""
     in_flight = {slot for wave in all_waves for slot, _, _ in wave.sent}
     records: list[EpisodeRecord] = []
     for slot in sorted(lost - in_flight):

@@ -216,6 +216,16 @@ def test_waves_give_every_episode_the_record_of_lock_step(backend, waves):
     assert {r.status for r in lock_step} == {"completed", "truncated"}  # both endings were exercised
 
 
+def test_in_lock_step_a_freed_slot_takes_the_next_episode_in_the_same_round(backend):
+    agent = ScriptAgent()
+    with make_pool(backend, "toy-counter", {}, num_slots=2, workers=2) as pool:
+        records = run_rollouts(pool, agent, plan_episodes(["count-1", "count-3", "count-2"]))
+    assert all(r.won for r in records)
+    # count-1 ends in the first round; count-2 starts at once in its slot and acts in the second,
+    # so every round is a full batch and there are three rounds, not four
+    assert agent.batches == [["count-1#0", "count-3#0"], ["count-2#0", "count-3#0"], ["count-2#0", "count-3#0"]]
+
+
 def test_each_wave_acts_while_the_other_waves_batch_is_in_flight():
     class Watcher(ScriptAgent):
         def act(self, episode_ids, observations, infos):
