@@ -302,7 +302,7 @@ def bench_pools_command(
     envs_per_worker: int = typer.Option(4, min=1, help="Envs per worker (and of the inline pool)."),
     workers: list[int] = typer.Option([1, 2, 4], min=1, help="Worker counts of the process and ray pools."),
     overhead_episodes: int = typer.Option(200, min=1, help="Episodes of the engine-overhead section."),
-    repeats: int = typer.Option(20, min=1, help="Alternating repeats of the engine-overhead section."),
+    repeats: int = typer.Option(20, min=1, help="Alternating repeats of the engine-overhead section (fewer, at least 3, once it has run 2 minutes on an env)."),
     model: Optional[Path] = typer.Option(None, help="Local model folder (seed-gym model init) for lock-step vs waves; left out: that section is skipped."),
     model_episodes: int = typer.Option(16, min=1, help="Episodes of the lock-step vs waves section."),
     memory_episodes: int = typer.Option(1000, min=0, help="Episodes per worker in the memory section (0: skip it)."),
@@ -344,7 +344,7 @@ def _print_pool_section(env: str, section: str, result: Any) -> None:
     elif section == "engine_overhead":
         console.print(f"{env}: rollout engine vs a bare loop, {result['steps']} steps: {result['engine_seconds']:.3f} s / "
                       f"{result['bare_seconds']:.3f} s = [bold]{100 * result['overhead']:+.1f}%[/] overhead "
-                      f"(median of back-to-back pairs {100 * result['overhead_median_of_pairs']:+.1f}%; "
+                      f"(median of {result['repeats']} back-to-back pairs {100 * result['overhead_median_of_pairs']:+.1f}%; "
                       f"same steps: {result['same_steps']})")
     elif section == "transport_floor":
         console.print(f"round trip of an empty batch: process pipe {result['process_pipe_ms']:.2f} ms, "

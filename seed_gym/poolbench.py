@@ -4,7 +4,7 @@ against a baseline measured in the same run.
 1. **Env-steps/s per pool**: the rollout engine with a zero-cost scripted agent (a seeded random
    admissible action, or the env's expert where it lists none) on the inline pool (one process,
    ``envs_per_worker`` envs), and on the process and ray pools at 1, 2 and 4 workers of
-   ``envs_per_worker`` envs each; after an untimed warm-up round (first game loads). Ratio: to inline.
+   ``envs_per_worker`` envs each; after an untimed warm-up run of as many episodes (first loads). Ratio: to inline.
 2. **Engine overhead**: the same agent and episodes through the rollout engine on an inline pool of
    ``envs_per_worker`` envs (one lock-step batch, as rollouts run), against a bare lock-step
    ``reset``/``act``/``step`` loop on the pool's own envs that records nothing (the same env work
@@ -104,7 +104,9 @@ def steps_per_second(env: EnvSetup, *, episodes: int, envs_per_worker: int,
     for backend, workers in plan:
         options = {"address": ray_address} if backend == "ray" else {}
         with make_bench_pool(backend, env, workers, envs_per_worker, **options) as pool:
-            run_rollouts(pool, _agent(env), cycled(env.task_ids, pool.num_slots, seed=1))  # warm-up
+            # warm-up: as many episodes as timed (other tasks): one per slot left a worker's lazily
+            # loaded state (WebShop: 2.3 s) inside the timed run
+            run_rollouts(pool, _agent(env), cycled(env.task_ids, max(episodes, pool.num_slots), seed=1))
             seconds, records = _timed(pool, _agent(env), cycled(env.task_ids, episodes))
         steps = sum(r.num_steps for r in records)
         rows.append({"backend": backend, "workers": workers, "envs": workers * envs_per_worker, "episodes": len(records),
@@ -195,15 +197,20 @@ def _bare_loop(envs: Sequence[TextEnv], agent: Agent, episodes: list[EpisodeSpec
     return time.perf_counter() - started, steps
 
 
-def engine_overhead(env: EnvSetup, *, episodes: int, slots: int = 4, repeats: int = 20) -> dict[str, Any]:
+def engine_overhead(env: EnvSetup, *, episodes: int, slots: int = 4, repeats: int = 20,
+                    budget_s: float = 120.0) -> dict[str, Any]:
     """The engine on an inline pool against the bare loop on *the same* envs (same objects, same
     warm caches), in alternating order; both timed in CPU seconds of this thread, which everything
-    here runs in, so that another process taking the core does not count."""
+    here runs in, so that another process taking the core does not count. Repeats stop early once
+    ``budget_s`` has passed (after at least 3): an env whose steps are slow is also less noisy."""
     plan = cycled(env.task_ids, episodes)
     seconds: dict[str, list[float]] = {"bare": [], "engine": []}
     steps = {"bare": 0, "engine": 0}
+    deadline = time.perf_counter() + budget_s
     with InlinePool(env.env_id, env.env_kwargs, slots) as pool:
         for repeat in range(repeats + 1):  # the first pass of each warms caches (first loads, per-task caches)
+            if repeat > 3 and time.perf_counter() > deadline:
+                break
             for arm in ("bare", "engine") if repeat % 2 == 0 else ("engine", "bare"):
                 agent, started = _agent(env), time.thread_time()
                 if arm == "bare":
@@ -217,7 +224,7 @@ def engine_overhead(env: EnvSetup, *, episodes: int, slots: int = 4, repeats: in
     bare, engine = seconds["bare"][1:], seconds["engine"][1:]
     return {"episodes": episodes, "slots": slots, "steps": steps["engine"], "same_steps": steps["engine"] == steps["bare"],
             "clock": "thread CPU seconds", "bare_seconds": round(min(bare), 4), "engine_seconds": round(min(engine), 4),
-            "overhead": round(min(engine) / min(bare) - 1, 4), "repeats": repeats,
+            "overhead": round(min(engine) / min(bare) - 1, 4), "repeats": len(engine),
             # each repeat's pair ran back to back: their ratio cancels slow drifts in machine load
             "overhead_median_of_pairs": round(statistics.median(e / b for e, b in zip(engine, bare)) - 1, 4)}
 

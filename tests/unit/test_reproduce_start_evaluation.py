@@ -85,6 +85,16 @@ def test_a_preset_can_extend_another_and_name_exactly_the_arms_it_runs(tmp_path)
         load_preset(loop)
 
 
+@pytest.mark.parametrize("name", ["cpu-mini", "cpu-grpo-long", "cpu-alfworld", "qwen-gpu"])
+def test_every_training_stage_of_a_built_in_preset_is_a_valid_training_config(name, tmp_path):
+    from seed_gym.training.config import build_config
+    from seed_gym.training.reproduce import builtin_presets, load_preset
+
+    assert name in builtin_presets()
+    stages = [s for s in plan(load_preset(name), tmp_path) if s.kind in ("sft", "skill-sft", "rl")]
+    assert stages and all(build_config(dict(s.config)).env == s.env for s in stages)  # a typo'd key is refused
+
+
 def mark_done(stage) -> None:
     stage.out.mkdir(parents=True, exist_ok=True)
     (stage.out / "stage.json").write_text("{}")
