@@ -38,7 +38,7 @@ from seed_gym.evaluate import expert_kwargs
 from seed_gym.pools import EnvPool, InlinePool, ProcessPool, pss_bytes, rss_bytes
 from seed_gym.records import EpisodeRecord
 from seed_gym.registry import make
-from seed_gym.rollout import EpisodeSpec, plan_episodes, run_rollouts, task_seed
+from seed_gym.rollout import EpisodeSpec, run_rollouts, task_seed
 
 WORKER_COUNTS = (1, 2, 4)
 
