@@ -154,7 +154,8 @@ class InlinePool(EnvPool):
 
     @property
     def envs(self) -> tuple[TextEnv, ...]:
-        """The envs, in slot order (to read; stepping one outside the pool desynchronises its slot)."""
+        """The envs, in slot order. The pool resets a slot's env before each episode, so between
+        rollouts a caller may play them itself (``bench pools`` times a bare loop on them)."""
         return tuple(self._envs)
 
     def submit(self, calls: Sequence[Call]) -> Ticket:
