@@ -177,8 +177,6 @@ def _act(agent: Agent, wave: _Wave, clock: RolloutClock) -> list[Call]:
 def _resets(wave: _Wave, pending: deque[tuple[EpisodeSpec, int]]) -> list[Call]:
     """Reset calls of the wave's free slots for the next pending episodes."""
     calls: list[Call] = []
-    if not (wave.free and pending):
-        return calls
     now = time.perf_counter()
     while wave.free and pending:
         spec, attempt = pending.popleft()
