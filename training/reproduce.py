@@ -21,7 +21,7 @@ Rules:
   command resumes it (the trainer's own resume). A stage that finished has a ``stage.json`` marker
   and is skipped; its ``seconds`` add up every invocation that worked on it (:class:`StageClock`).
 * ``--stage NAME`` runs that stage alone (the stages it reads must have finished); ``--dry-run``
-  prints the plan and what is done.
+  prints the plan and what is done (and what ``--import`` and ``--export`` would copy), writing nothing.
 * ``--report-only`` rebuilds the report from the RL stages that have finished, without running any
   stage, even when the report was built before (after a renderer changed, say). With RL stages still
   unfinished it says which, and the report stage is not marked done.
@@ -204,14 +204,16 @@ def plan(preset: dict[str, Any], out: str | Path) -> list[Stage]:
     return stages
 
 
-def describe(stages: list[Stage]) -> list[str]:
-    """One line per stage: done or to do, what it runs, what it needs."""
+def describe(stages: list[Stage], importing: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """One line per stage: done, to be imported (the stages named in ``importing``) or to do, what it
+    runs, what it needs."""
     lines = []
     for stage in stages:
         what = stage.config.get("algo", stage.kind)
         start = Path(stage.config.get("model", ""))  # OUT/<stage>/<env>/checkpoints/update-N
         extra = f" from {start.parents[2].name}/{start.parents[1].name}" if stage.kind in ("rl", "skill-sft") else ""
-        lines.append(f"[{'done' if stage.done() else 'todo'}] {stage.name}: {what}{extra} -> {stage.out}")
+        status = "done" if stage.done() else "import" if stage.name in importing else "todo"
+        lines.append(f"[{status}] {stage.name}: {what}{extra} -> {stage.out}")
     return lines
 
 
@@ -391,19 +393,22 @@ def reproduce(preset_name: str | Path, out: str | Path, *, stage: str | None = N
         raise PresetError(f"no stage {stage!r}; stages: {', '.join(s.name for s in stages)}")
     if report_only and (stage is not None or dry_run):
         raise PresetError("--report-only runs no stage: it goes without --stage and --dry-run")
-    if import_from is not None:
-        imported = import_results(stages, Path(out), Path(import_from))
-        echo(f"[import] {len(imported)} finished RL stage(s) from {import_from}" + "".join(f"\n  {n}" for n in imported))
+    imported: list[str] = []
+    if import_from is not None:  # a dry run only checks the import and names what it would copy
+        imported = import_results(stages, Path(out), Path(import_from), dry_run=dry_run)
+        echo(f"[import] {len(imported)} finished RL stage(s) {'would come ' if dry_run else ''}from {import_from}"
+             + "".join(f"\n  {n}" for n in imported))
     if report_only:
         rebuild_report(stages, preset, echo)
     elif dry_run:
-        for line in describe(stages):
+        for line in describe(stages, importing=set(imported)):
             echo(line)
     else:
         run_plan(preset_name, out, stages, preset, stage=stage, jobs=jobs, echo=echo, on_row=on_row)
     if export_to is not None:
-        exported = export_results(stages, Path(out), Path(export_to))
-        echo(f"[export] {len(exported)} finished stage(s) to {export_to} (results only: no checkpoints, no rollouts)")
+        exported = export_results(stages, Path(out), Path(export_to), dry_run=dry_run)
+        echo(f"[export] {len(exported)} finished stage(s) {'would go ' if dry_run else ''}to {export_to} "
+             "(results only: no checkpoints, no rollouts)")
     return stages
 
 

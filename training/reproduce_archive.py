@@ -68,12 +68,16 @@ def _marker(folder: Path) -> dict[str, Any]:
         raise ArchiveError(f"{folder / 'stage.json'}: unreadable ({error})") from None
 
 
-def export_results(stages: Sequence[Any], out: Path, dest: Path) -> list[str]:
+def export_results(stages: Sequence[Any], out: Path, dest: Path, *, dry_run: bool = False) -> list[str]:
     """Copy the results of every finished RL stage (and the report, when built) from ``out`` to
-    ``dest``; returns the stage names copied. An earlier export in ``dest`` is replaced stage by stage."""
+    ``dest``; returns the stage names copied. An earlier export in ``dest`` is replaced stage by stage.
+    With ``dry_run`` it names them and writes nothing."""
     exported = []
     for stage in stages:
         if stage.kind not in ("rl", "report") or not stage.done():
+            continue
+        if dry_run:
+            exported.append(stage.name)
             continue
         target = dest / stage.out.relative_to(out)
         if target.exists():
@@ -103,10 +107,11 @@ def _complete_marker(stage: Any, out: Path) -> dict[str, Any]:
     return marker
 
 
-def import_results(stages: Sequence[Any], out: Path, source: Path) -> list[str]:
+def import_results(stages: Sequence[Any], out: Path, source: Path, *, dry_run: bool = False) -> list[str]:
     """Copy every RL stage of ``source`` (an :func:`export_results` folder) that the plan has and ``out``
     has not finished; returns their names. Raises :class:`ArchiveError`, copying nothing, when a stage's
-    recorded settings differ from the plan's or ``source`` holds no stage of the plan."""
+    recorded settings differ from the plan's or ``source`` holds no stage of the plan. With ``dry_run`` it
+    checks the same and names what it would copy, but writes nothing."""
     if not source.is_dir():
         raise ArchiveError(f"{source} is not a folder of exported reproduce results")
     found, problems, exported = [], [], 0
@@ -127,6 +132,8 @@ def import_results(stages: Sequence[Any], out: Path, source: Path) -> list[str]:
         raise ArchiveError(f"{source}: not this plan's results: " + "; ".join(problems))
     if not exported:
         raise ArchiveError(f"{source} holds no RL stage of this plan")
+    if dry_run:
+        return [stage.name for stage, _ in found]
     for stage, folder in found:
         if stage.out.exists():
             shutil.rmtree(stage.out)  # an unfinished attempt of the same stage: the finished one wins

@@ -145,3 +145,22 @@ def test_export_fills_in_the_start_of_a_stage_that_finished_before_starts_were_r
     marker = json.loads((tmp_path / "export" / "rl" / "webshop" / "grpo" / "seed-0" / MARKER).read_text())
     assert marker["out_root"] == str(out)
     assert marker["start"] == {"model": str(start), "fingerprint": model_fingerprint(start)}
+
+
+def test_a_dry_run_names_what_import_and_export_would_copy_and_writes_nothing(tmp_path):
+    from seed_gym.training.reproduce import reproduce
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    finish(by_name(old)["rl/webshop/grpo/seed-0"], old)
+    export_results(list(by_name(old).values()), old, tmp_path / "export")
+    preset = tmp_path / "preset.toml"
+    preset.write_text('envs = ["webshop"]\nseeds = [0, 1]\n[model]\nsize = "tiny"\n[rl]\nupdates = 2\neval_n = 5\n'
+                      '[arms.grpo]\nalgo = "grpo"\n[arms.seed]\nalgo = "seed"\nstart = "skill-sft"\n')
+    lines: list[str] = []
+    reproduce(preset, new, dry_run=True, import_from=tmp_path / "export", export_to=tmp_path / "again",
+              echo=lines.append)
+    assert not new.exists() and not (tmp_path / "again").exists()
+    assert lines[0].startswith("[import] 1 finished RL stage(s) would come from") and "rl/webshop/grpo/seed-0" in lines[0]
+    assert any(line.startswith("[import] rl/webshop/grpo/seed-0:") for line in lines)
+    assert any(line.startswith("[todo] rl/webshop/grpo/seed-1:") for line in lines)
+    assert lines[-1].startswith("[export] 0 finished stage(s) would go to")
