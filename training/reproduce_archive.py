@@ -9,8 +9,8 @@ stages again, for the seeds still to run).
 Rules:
 
 * **Export** copies, per finished RL stage, :data:`RESULT_FILES` into ``DIR/rl/<env>/<arm>/seed-<n>/``,
-  and the report folder when it was built, with each evaluation's ``episodes.jsonl`` gzipped (import
-  unpacks it). Checkpoints and training rollouts stay behind. A stage that
+  and :data:`REPORT_FILES` of the report when one was built (a partial one too: it names the stages
+  it leaves out), with each evaluation's ``episodes.jsonl`` gzipped (import unpacks it). Checkpoints and training rollouts stay behind. A stage that
   finished before seed-gym recorded its run folder and start gets them in the exported ``stage.json``,
   read from the run folder it is exported from.
 * **Import** copies a stage of ``DIR`` into ``OUT`` when the plan has it and it has not finished in
@@ -39,6 +39,8 @@ from seed_gym.records import EPISODES
 
 #: What an RL stage's results are: everything the report reads, nothing that holds weights or rollouts.
 RESULT_FILES = ("stage.json", "config.json", "metrics.jsonl", "evals")
+#: The report's own files: the HTML page is rebuilt from them (``--report-only``), not kept.
+REPORT_FILES = ("report.md", "report.json")
 #: The fields of ``stage.json`` that name an RL stage's start.
 START_FIELD = "start"
 
@@ -69,12 +71,13 @@ def _marker(folder: Path) -> dict[str, Any]:
 
 
 def export_results(stages: Sequence[Any], out: Path, dest: Path, *, dry_run: bool = False) -> list[str]:
-    """Copy the results of every finished RL stage (and the report, when built) from ``out`` to
-    ``dest``; returns the stage names copied. An earlier export in ``dest`` is replaced stage by stage.
+    """Copy the results of every finished RL stage, and the report when one was built (a partial one
+    too), from ``out`` to ``dest``; returns the stage names copied. An earlier export in ``dest`` is replaced stage by stage.
     With ``dry_run`` it names them and writes nothing."""
     exported = []
     for stage in stages:
-        if stage.kind not in ("rl", "report") or not stage.done():
+        built = stage.done() if stage.kind == "rl" else stage.kind == "report" and (stage.out / "report.json").is_file()
+        if not built:
             continue
         if dry_run:
             exported.append(stage.name)
@@ -83,8 +86,7 @@ def export_results(stages: Sequence[Any], out: Path, dest: Path, *, dry_run: boo
         if target.exists():
             shutil.rmtree(target)
         target.mkdir(parents=True)
-        names = RESULT_FILES if stage.kind == "rl" else [p.name for p in stage.out.iterdir()]
-        for name in names:
+        for name in RESULT_FILES if stage.kind == "rl" else REPORT_FILES:
             source = stage.out / name
             if source.is_dir():
                 shutil.copytree(source, target / name)

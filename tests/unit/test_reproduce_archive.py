@@ -63,6 +63,19 @@ def test_export_keeps_the_results_and_leaves_weights_and_rollouts_behind(tmp_pat
     assert (tmp_path / "again" / packed.relative_to(tmp_path / "export")).read_bytes() == packed.read_bytes()
 
 
+def test_export_keeps_a_partial_report_as_markdown_and_json(tmp_path):
+    out = tmp_path / "run"
+    stages = by_name(out)
+    finish(stages["rl/webshop/grpo/seed-0"], out)
+    report = stages["report"].out
+    report.mkdir(parents=True)
+    for name in ("report.md", "report.json", "report.html"):  # a partial report: no stage.json marker
+        (report / name).write_text(name)
+    assert not stages["report"].done()
+    assert export_results(list(stages.values()), out, tmp_path / "export") == ["rl/webshop/grpo/seed-0", "report"]
+    assert sorted(p.name for p in (tmp_path / "export" / "report").iterdir()) == ["report.json", "report.md"]
+
+
 def test_import_into_a_new_run_folder_counts_the_stages_done_and_only_the_rest_runs(tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
     finish(by_name(old)["rl/webshop/grpo/seed-0"], old)
