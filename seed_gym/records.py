@@ -208,10 +208,34 @@ def provenance(env_packages: Sequence[str] = ()) -> dict[str, Any]:
         "packages": versions,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
+        "cpu": cpu_description(),
         "git_commit": _git_commit(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "argv": sys.argv,
     }
+
+
+#: CPU features that pick torch's CPU kernels (and so the rounding of CPU training): a start retrained
+#: on a CPU with other features is not the same weights.
+KERNEL_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def cpu_description() -> dict[str, Any]:
+    """The host CPU's model name, logical cores and :data:`KERNEL_FEATURES` (Linux ``/proc/cpuinfo``;
+    elsewhere only what :mod:`platform` knows)."""
+    model, flags = platform.processor(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+            if model and flags:
+                break
+    except OSError:
+        pass
+    return {"model": model, "cores": os.cpu_count(), "features": [f for f in KERNEL_FEATURES if f in flags]}
 
 
 def _git_commit() -> str | None:

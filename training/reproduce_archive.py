@@ -18,11 +18,13 @@ Rules:
   relative to it (:func:`portable`): a stage of another preset, or of changed settings, is refused by name
   and nothing is copied.
 * **One start per stage name.** Every RL stage records the fingerprint of the start it trained from
-  (:func:`seed_gym.agents.checkpoints.model_fingerprint` of the start checkpoint). Before an RL stage
-  trains, its start must have the fingerprint that the finished RL stages from the same start recorded:
-  a start retrained after an import must be the same weights (training is deterministic for the same
-  settings, thread count and machine kind), or the run stops and says so rather than pool seeds of two
-  different starts in one report.
+  (:func:`seed_gym.agents.checkpoints.model_fingerprint` of the start checkpoint). Before a stage
+  trains from a checkpoint (an RL stage; skill SFT, which reads the SFT start, so that a mismatch stops
+  the run before skill SFT spends its time), the checkpoint must have the fingerprint that the finished
+  RL stages from it recorded: a start retrained after an import must be the same weights, or the run
+  stops and says so rather than pool seeds of two different starts in one report. Retraining is
+  deterministic for the same settings and thread count on one machine; on another machine it need not
+  be (its CPU's kernels may round differently: ``provenance.cpu`` in every run's manifest names the CPU).
 """
 
 from __future__ import annotations
@@ -172,8 +174,9 @@ def start_record(stage: Any) -> dict[str, str]:
 
 
 def check_start(stage: Any, stages: Sequence[Any], out: Path) -> dict[str, str]:
-    """The start record of RL ``stage``, after checking it against every finished RL stage that trained
-    from the same start (module rules); raises :class:`ArchiveError` on a different fingerprint."""
+    """The start record of training ``stage`` (RL, or an SFT stage that reads another stage's checkpoint),
+    after checking it against every finished RL stage that trained from the same start (module rules);
+    raises :class:`ArchiveError` on a different fingerprint."""
     mine = start_record(stage)
     own_start = portable(mine["model"], out)
     for other in stages:

@@ -123,3 +123,19 @@ def test_an_eval_run_made_before_identity_keys_existed_resumes(tmp_path):
     RunDir(scripted.path).open({"seed": 0, "agent_config": {}}, {}, {"agent_config": {}})
     with pytest.raises(RunMismatchError, match="agent_config"):
         RunDir(scripted.path).open({"seed": 0, "agent_config": {"history": 3}}, {}, {"agent_config": {}})
+
+
+def test_provenance_names_the_cpu_whose_kernels_trained_a_checkpoint():
+    from pathlib import Path
+
+    from seed_gym.records import KERNEL_FEATURES, provenance
+
+    cpu = provenance()["cpu"]
+    assert cpu["cores"] >= 1 and set(cpu["features"]) <= set(KERNEL_FEATURES)
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():  # Linux: the same model name and features that the kernel reports
+        text = cpuinfo.read_text()
+        model = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name"))
+        flags = next(line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags"))
+        assert cpu["model"] == model
+        assert cpu["features"] == [f for f in KERNEL_FEATURES if f in flags]

@@ -126,14 +126,21 @@ def model_folder(path: Path, weights: bytes) -> Path:
     return path
 
 
+def sft_start_of_a_finished_arm(stages: dict, out: Path) -> Path:
+    """The SFT start checkpoint, and GRPO seed 0 finished from it (its fingerprint recorded)."""
+    from seed_gym.agents.checkpoints import model_fingerprint
+
+    start = model_folder(Path(stages["rl/webshop/grpo/seed-0"].config["model"]), b"the weights")
+    finish(stages["rl/webshop/grpo/seed-0"], out, start_fingerprint=model_fingerprint(start))
+    return start
+
+
 def test_a_stage_trains_only_from_the_start_its_finished_siblings_recorded(tmp_path):
     from seed_gym.agents.checkpoints import model_fingerprint
 
     out = tmp_path / "run"
     stages = by_name(out)
-    start = Path(stages["rl/webshop/grpo/seed-0"].config["model"])
-    model_folder(start, b"the weights")
-    finish(stages["rl/webshop/grpo/seed-0"], out, start_fingerprint=model_fingerprint(start))
+    start = sft_start_of_a_finished_arm(stages, out)
     record = check_start(stages["rl/webshop/grpo/seed-1"], list(stages.values()), out)
     assert record == {"model": str(start), "fingerprint": model_fingerprint(start)}
 
@@ -177,3 +184,18 @@ def test_a_dry_run_names_what_import_and_export_would_copy_and_writes_nothing(tm
     assert any(line.startswith("[import] rl/webshop/grpo/seed-0:") for line in lines)
     assert any(line.startswith("[todo] rl/webshop/grpo/seed-1:") for line in lines)
     assert lines[-1].startswith("[export] 0 finished stage(s) would go to")
+
+
+def test_skill_sft_stops_before_training_from_an_sft_start_other_than_the_one_finished_arms_recorded(tmp_path):
+    from seed_gym.training.reproduce import run_stage
+
+    out = tmp_path / "run"
+    stages = by_name(out)
+    sft_start = sft_start_of_a_finished_arm(stages, out)
+    (sft_start / "model.safetensors").write_bytes(b"retrained elsewhere")
+    (stages["sft/webshop"].out / MARKER).write_text(json.dumps({"stage": "sft/webshop", "finished": True}))
+    skill_sft = stages["skill-sft/webshop"]
+    assert skill_sft.config["model"] == str(sft_start)
+    with pytest.raises(ArchiveError, match="would not share one start"):
+        run_stage(skill_sft, list(stages.values()), PRESET)
+    assert not (skill_sft.out / "checkpoints").exists() and not skill_sft.done()
