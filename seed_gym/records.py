@@ -215,8 +215,8 @@ def provenance(env_packages: Sequence[str] = ()) -> dict[str, Any]:
     }
 
 
-#: CPU features that pick torch's CPU kernels (and so the rounding of CPU training): a start retrained
-#: on a CPU with other features is not the same weights.
+#: CPU features that pick torch's CPU kernels, and so how CPU training rounds: a start retrained on a
+#: CPU with other features need not be the same weights.
 KERNEL_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 
 

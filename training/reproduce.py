@@ -270,10 +270,10 @@ def run_stage(stage: Stage, stages: list[Stage], preset: dict[str, Any],
         from seed_gym.training.config import build_config
         from seed_gym.training.trainer import train
 
-        # before training, not at the first RL stage: skill SFT reads the SFT start too
-        start = check_start(stage, stages, root)
+        if stage.kind == "skill-sft":  # it reads the SFT start: check a retrained one before training on it
+            check_start(stage, stages, root)
         if stage.kind == "rl":
-            recorded[START_FIELD] = start
+            recorded[START_FIELD] = check_start(stage, stages, root)
             share_start_evaluation(stage, stages)
         train(build_config(stage.config), on_row=clock.ticking(on_row))
     elif stage.kind == "offline-skills":

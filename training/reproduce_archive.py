@@ -10,9 +10,9 @@ Rules:
 
 * **Export** copies, per finished RL stage, :data:`RESULT_FILES` into ``DIR/rl/<env>/<arm>/seed-<n>/``,
   and :data:`REPORT_FILES` of the report when one was built (a partial one too: it names the stages
-  it leaves out), with each evaluation's ``episodes.jsonl`` gzipped (import unpacks it). Checkpoints and training rollouts stay behind. A stage that
-  finished before seed-gym recorded its run folder and start gets them in the exported ``stage.json``,
-  read from the run folder it is exported from.
+  it leaves out), with each evaluation's ``episodes.jsonl`` gzipped (import unpacks it). Checkpoints
+  and training rollouts stay behind. A stage that finished before seed-gym recorded its run folder and
+  start gets them in the exported ``stage.json``, read from the run folder it is exported from.
 * **Import** copies a stage of ``DIR`` into ``OUT`` when the plan has it and it has not finished in
   ``OUT``. Its recorded settings must equal the plan's, with every path under the run folder read
   relative to it (:func:`portable`): a stage of another preset, or of changed settings, is refused by name
@@ -174,8 +174,8 @@ def start_record(stage: Any) -> dict[str, str]:
 
 
 def check_start(stage: Any, stages: Sequence[Any], out: Path) -> dict[str, str]:
-    """The start record of training ``stage`` (RL, or an SFT stage that reads another stage's checkpoint),
-    after checking it against every finished RL stage that trained from the same start (module rules);
+    """The start record of training ``stage`` (RL, or skill SFT, which reads the SFT start), after
+    checking it against every finished RL stage that trained from the same start (module rules);
     raises :class:`ArchiveError` on a different fingerprint."""
     mine = start_record(stage)
     own_start = portable(mine["model"], out)
