@@ -97,6 +97,13 @@ def test_the_micro_preset_runs_every_stage_resumes_and_reports(tmp_path):
     assert moved["arms"]["seed"]["final"] == arms["seed"]["final"]  # imported evaluations read in their new folder
     assert "error" not in moved["seed_vs_grpo"] and moved["seed_vs_grpo"]["columns"]["seed 0"]["pairs"] == 4
 
+    # or the start stages travel with the results (README: go on elsewhere): nothing is retrained
+    carried, said = tmp_path / "carried", []
+    for start in ("model", "sft", "skill-sft", "offline-skills"):
+        shutil.copytree(out / start, carried / start)
+    reproduce(MICRO, carried, import_from=results, echo=said.append)
+    assert [line for line in said if line.startswith("[run]")] == ["[run] rl/toy-pick/grpo/seed-0", "[run] report"]
+
 
 def test_the_micro_preset_with_two_jobs_runs_stages_in_their_own_processes_and_shares_each_start(tmp_path):
     from seed_gym.training.reproduce import reproduce
