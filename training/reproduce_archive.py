@@ -74,16 +74,13 @@ def _marker(folder: Path) -> dict[str, Any]:
 
 def export_results(stages: Sequence[Any], out: Path, dest: Path, *, dry_run: bool = False) -> list[str]:
     """Copy the results of every finished RL stage, and the report when one was built (a partial one
-    too), from ``out`` to ``dest``; returns the stage names copied. An earlier export in ``dest`` is replaced stage by stage.
-    With ``dry_run`` it names them and writes nothing."""
-    exported = []
-    for stage in stages:
-        built = stage.done() if stage.kind == "rl" else stage.kind == "report" and (stage.out / "report.json").is_file()
-        if not built:
-            continue
-        if dry_run:
-            exported.append(stage.name)
-            continue
+    too), from ``out`` to ``dest``; returns the stage names copied. An earlier export in ``dest`` is
+    replaced stage by stage. With ``dry_run`` it names them and writes nothing."""
+    chosen = [stage for stage in stages if (stage.kind == "rl" and stage.done())
+              or (stage.kind == "report" and (stage.out / "report.json").is_file())]
+    if dry_run:
+        return [stage.name for stage in chosen]
+    for stage in chosen:
         target = dest / stage.out.relative_to(out)
         if target.exists():
             shutil.rmtree(target)
@@ -97,8 +94,7 @@ def export_results(stages: Sequence[Any], out: Path, dest: Path, *, dry_run: boo
         if stage.kind == "rl":
             _pack_episodes(target)
             (target / "stage.json").write_text(json.dumps(_complete_marker(stage, out), indent=1) + "\n")
-        exported.append(stage.name)
-    return exported
+    return [stage.name for stage in chosen]
 
 
 def _complete_marker(stage: Any, out: Path) -> dict[str, Any]:
