@@ -53,7 +53,7 @@ import json
 import shutil
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -204,7 +204,7 @@ def plan(preset: dict[str, Any], out: str | Path) -> list[Stage]:
     return stages
 
 
-def describe(stages: list[Stage], importing: frozenset[str] | set[str] = frozenset()) -> list[str]:
+def describe(stages: list[Stage], importing: Collection[str] = ()) -> list[str]:
     """One line per stage: done, to be imported (the stages named in ``importing``) or to do, what it
     runs, what it needs."""
     lines = []
@@ -403,7 +403,7 @@ def reproduce(preset_name: str | Path, out: str | Path, *, stage: str | None = N
     if report_only:
         rebuild_report(stages, preset, echo)
     elif dry_run:
-        for line in describe(stages, importing=set(imported)):
+        for line in describe(stages, importing=imported):
             echo(line)
     else:
         run_plan(preset_name, out, stages, preset, stage=stage, jobs=jobs, echo=echo, on_row=on_row)
